@@ -1,0 +1,8 @@
+#pragma once
+// kiln: one header for the whole public API.
+#include "kiln/counters.h"
+#include "kiln/dtype.h"
+#include "kiln/error.h"
+#include "kiln/schedule_item.h"
+#include "kiln/tensor.h"
+#include "kiln/uop.h"

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs what kiln needs on a fresh Debian machine: compilers, CMake, Ninja, GoogleTest.
+# Does nothing when everything is already there.
+set -euo pipefail
+
+packages=(g++ clang cmake ninja-build libgtest-dev libgmock-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}"
+fi

@@ -1,0 +1,41 @@
+#pragma once
+// Codegen: a kernel AST from the scheduler → optimized, lowered, linearized → source text.
+// Every step is a graph rewrite or a walk over UOps; nothing here runs a kernel.
+#include <string>
+#include <vector>
+
+#include "kiln/ir/uop.h"
+#include "renderer/renderer.h"
+
+namespace kiln::codegen {
+
+struct Program {
+  std::string name;          // function name, e.g. "r_16_16"
+  std::string display_name;  // the name with axes colored by kind (ANSI), for DEBUG output
+  std::string source;
+  std::vector<UOpRef> linear;
+  std::vector<std::string> opts;  // applied optimizations, printed at DEBUG=3
+  int64_t threads = 1;       // launch size: core_ids 0..threads-1
+  double flops = 0;          // estimated arithmetic operations per launch
+};
+
+struct Target {
+  const renderer::Renderer* renderer;
+  int max_threads = 1;
+  bool optimize = true;      // false with NOOPT=1
+};
+
+// Applies the kernel optimizations: THREAD on the outermost loop when the work is large enough.
+UOpRef apply_opts(const UOpRef& ast, const Target& target, std::vector<std::string>& applied, int64_t& threads);
+// REDUCE → accumulator register: initialize, update in its loops, read after them.
+UOpRef lower_reduces(const UOpRef& ast);
+// Flat list in program order: loops open right before they're needed and close right after.
+std::vector<UOpRef> linearize(const UOpRef& sink);
+// Estimated ALU operations of a linearized kernel (each op times the trip count of its loops).
+double estimate_flops(const std::vector<UOpRef>& linear);
+// Kernel name from its ranges: "r_16_16"; `colored` adds ANSI colors by axis kind.
+std::string kernel_name(const UOpRef& ast, bool colored);
+
+Program to_program(const UOpRef& ast, const Target& target);
+
+}  // namespace kiln::codegen

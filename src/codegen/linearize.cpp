@@ -1,0 +1,102 @@
+// Linearize: order a kernel's UOps into a flat program. A node is emitted inside exactly the
+// loops it lives in (its live ranges): list scheduling that prefers nodes of the currently open
+// loop nest, opens a loop only when nothing else can go, and closes loops with their END.
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "codegen/codegen.h"
+#include "kiln/error.h"
+
+namespace kiln::codegen {
+
+std::vector<UOpRef> linearize(const UOpRef& sink) {
+  std::vector<const UOp*> topo = sink->toposort();
+  std::unordered_map<const UOp*, size_t> order;
+  std::unordered_map<const UOp*, std::vector<const UOp*>> users;
+  // live: the loops a node's value depends on. block: the loop nest it is emitted in — an END is
+  // emitted inside the loops it closes, and its users no longer live in them.
+  std::unordered_map<const UOp*, std::set<const UOp*>> live, block;
+  for (const UOp* u : topo) {
+    order[u] = order.size();
+    std::set<const UOp*> mine;
+    for (const UOpRef& s : u->src) {
+      mine.insert(live[s.get()].begin(), live[s.get()].end());
+      users[s.get()].push_back(u);
+    }
+    block[u] = mine;
+    if (u->op == Ops::RANGE) mine.insert(u);
+    if (u->op == Ops::END)
+      for (size_t i = 1; i < u->src.size(); i++) mine.erase(u->src[i].get());
+    live[u] = std::move(mine);
+  }
+
+  std::unordered_map<const UOp*, int> waiting;  // sources not yet emitted
+  auto by_order = [&](const UOp* a, const UOp* b) { return order.at(a) < order.at(b); };
+  std::set<const UOp*, decltype(by_order)> ready(by_order);
+  for (const UOp* u : topo) {
+    std::set<const UOp*> distinct;
+    for (const UOpRef& s : u->src) distinct.insert(s.get());
+    waiting[u] = static_cast<int>(distinct.size());
+    if (distinct.empty()) ready.insert(u);
+  }
+
+  std::vector<const UOp*> open;  // the loop nest, outermost first
+  std::set<const UOp*> open_set;
+  std::vector<UOpRef> out;
+  auto emit = [&](const UOp* u) {
+    ready.erase(u);
+    out.push_back(u->ref());
+    if (u->op == Ops::RANGE) {
+      open.push_back(u);
+      open_set.insert(u);
+    }
+    if (u->op == Ops::END) {
+      for (size_t i = 1; i < u->src.size(); i++) {
+        auto it = std::find(open.begin(), open.end(), u->src[i].get());
+        if (it == open.end()) throw_error("linearize: END closes a loop that is not open");
+        open_set.erase(*it);
+        open.erase(it);
+      }
+    }
+    std::set<const UOp*> notified;
+    for (const UOp* user : users[u])
+      if (notified.insert(user).second && --waiting[user] == 0) ready.insert(user);
+  };
+
+  while (!ready.empty()) {
+    const UOp* pick = nullptr;
+    // 1. a node that belongs to the innermost open loop: its loops are open and include that one
+    auto inside = [&](const UOp* u) {
+      return std::includes(open_set.begin(), open_set.end(), block[u].begin(), block[u].end());
+    };
+    auto innermost = [&](const UOp* u) { return open.empty() ? block[u].empty() : block[u].count(open.back()) > 0; };
+    for (const UOp* u : ready)
+      if (u->op != Ops::RANGE && inside(u) && innermost(u)) {
+        pick = u;
+        break;
+      }
+    // 2. else open the next loop whose dependencies are all open: one nested in the innermost open
+    //    loop first, then the outermost (lowest id)
+    if (!pick) {
+      auto rank = [&](const UOp* r) { return std::make_pair(!innermost(r), r->arg_as<RangeArg>().id); };
+      for (const UOp* u : ready)
+        if (u->op == Ops::RANGE && inside(u) && (!pick || rank(u) < rank(pick))) pick = u;
+    }
+    // 3. else a node of an enclosing nest (it is recomputed in the inner loop; only pure nodes
+    //    can be here because stores and loops carry their ranges)
+    if (!pick)
+      for (const UOp* u : ready)
+        if (u->op != Ops::RANGE && u->op != Ops::STORE && u->op != Ops::END && inside(u)) {
+          pick = u;
+          break;
+        }
+    if (!pick) throw_error("linearize: no node can be placed (inconsistent loop structure)");
+    emit(pick);
+  }
+  if (out.size() != topo.size()) throw_error("linearize: ", topo.size() - out.size(), " nodes were never ready");
+  return out;
+}
+
+}  // namespace kiln::codegen

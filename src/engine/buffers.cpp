@@ -1,0 +1,96 @@
+#include "engine/buffers.h"
+
+#include <mutex>
+#include <unordered_map>
+
+#include "kiln/counters.h"
+#include "kiln/error.h"
+#include "runtime/device.h"
+#include "schedule/schedule.h"
+#include "support/env.h"
+
+namespace kiln::engine {
+namespace {
+
+struct Allocation {
+  runtime::Device* device;
+  void* ptr;
+  size_t bytes;
+};
+
+struct Store {
+  std::mutex mu;
+  std::unordered_map<int64_t, Allocation> by_id;
+};
+
+void free_allocation(const UOp& buffer);
+
+Store& store() {
+  static Store* s = [] {
+    on_uop_release(Ops::BUFFER, free_allocation);
+    return new Store();  // never destroyed: BUFFERs may be released during static teardown
+  }();
+  return *s;
+}
+
+void free_allocation(const UOp& buffer) {
+  if (buffer.arg_as<BufferArg>().device == "REG") return;
+  Store& s = store();
+  std::lock_guard lock(s.mu);
+  auto it = s.by_id.find(buffer.arg_as<BufferArg>().id);
+  if (it == s.by_id.end()) return;
+  it->second.device->allocator().free(it->second.ptr, it->second.bytes);
+  GlobalCounters::mem_used -= static_cast<int64_t>(it->second.bytes);
+  if (env::debug_level() >= 7) fprintf(stderr, "free buffer %lld (%zu bytes)\n", (long long)it->first, it->second.bytes);
+  s.by_id.erase(it);
+}
+
+}  // namespace
+
+size_t buffer_bytes(const UOp& buffer) {
+  return static_cast<size_t>(buffer.arg_as<BufferArg>().size) * buffer.dtype.itemsize();
+}
+
+void* buffer_address(const UOp& buffer) {
+  if (buffer.op != Ops::BUFFER) throw_error("buffer_address: expected a BUFFER, got ", op_name(buffer.op));
+  Store& s = store();
+  std::lock_guard lock(s.mu);
+  const BufferArg& arg = buffer.arg_as<BufferArg>();
+  auto it = s.by_id.find(arg.id);
+  if (it != s.by_id.end()) return it->second.ptr;
+  runtime::Device& dev = runtime::get_device(arg.device);
+  size_t bytes = buffer_bytes(buffer);
+  void* ptr = dev.allocator().alloc(bytes);
+  GlobalCounters::mem_used += static_cast<int64_t>(bytes);
+  if (env::debug_level() >= 7) fprintf(stderr, "alloc buffer %lld (%zu bytes) on %s\n", (long long)arg.id, bytes, arg.device.c_str());
+  s.by_id.emplace(arg.id, Allocation{&dev, ptr, bytes});
+  return ptr;
+}
+
+bool is_allocated(const UOp& buffer) {
+  Store& s = store();
+  std::lock_guard lock(s.mu);
+  return s.by_id.count(buffer.arg_as<BufferArg>().id) > 0;
+}
+
+void copyin(const UOp& buffer, const void* src, size_t bytes) {
+  if (bytes != buffer_bytes(buffer)) throw_error("copyin: buffer holds ", buffer_bytes(buffer), " bytes, got ", bytes);
+  void* dst = buffer_address(buffer);
+  runtime::get_device(buffer.arg_as<BufferArg>().device).allocator().copyin(dst, src, bytes);
+}
+
+void copyout(const UOp& buffer, void* dst, size_t bytes) {
+  if (bytes != buffer_bytes(buffer)) throw_error("copyout: buffer holds ", buffer_bytes(buffer), " bytes, asked for ", bytes);
+  runtime::Device& dev = runtime::get_device(buffer.arg_as<BufferArg>().device);
+  dev.synchronize();
+  dev.allocator().copyout(dst, buffer_address(buffer), bytes);
+}
+
+std::string default_device() { return runtime::default_device(); }
+
+UOpRef new_buffer(DType dtype, int64_t size, const std::string& device) {
+  const std::string& canonical = runtime::get_device(device).name();  // unknown devices fail here, eagerly
+  return UOp::make(Ops::BUFFER, dtype, {}, BufferArg{schedule::next_buffer_id(), size, canonical});
+}
+
+}  // namespace kiln::engine

@@ -1,0 +1,23 @@
+#pragma once
+// Device memory behind BUFFER UOps. Allocated on first use, freed when the BUFFER UOp is freed
+// (that is, when no tensor or schedule refers to it any more).
+#include <cstddef>
+
+#include "kiln/ir/uop.h"
+
+namespace kiln::engine {
+
+// The device address of `buffer`'s memory, allocating it if needed.
+void* buffer_address(const UOp& buffer);
+bool is_allocated(const UOp& buffer);
+size_t buffer_bytes(const UOp& buffer);
+void copyin(const UOp& buffer, const void* src, size_t bytes);
+void copyout(const UOp& buffer, void* dst, size_t bytes);
+
+// The device new tensors go to: DEV if set, else the best registered device.
+std::string default_device();
+
+// A fresh, unallocated BUFFER UOp.
+UOpRef new_buffer(DType dtype, int64_t size, const std::string& device);
+
+}  // namespace kiln::engine

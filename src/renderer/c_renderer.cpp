@@ -1,0 +1,234 @@
+// C renderer: one line of C per linearized UOp, with single-use arithmetic inlined into its user.
+// float16/bfloat16 live in memory as 16-bit patterns and in registers as float (each result is
+// rounded back to 16 bits), so the generated C needs neither compiler's half-precision support.
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <unordered_map>
+
+#include "kiln/error.h"
+#include "renderer/renderer.h"
+
+namespace kiln::renderer {
+namespace {
+
+bool is_half(DType d) { return d.scalar == ScalarType::Float16 || d.scalar == ScalarType::BFloat16; }
+std::string half_suffix(DType d) { return d.scalar == ScalarType::Float16 ? "half" : "bf16"; }
+
+// The C type a value of `d` has in a register.
+std::string reg_type(DType d) { return is_half(d) ? "float" : d.c_name(); }
+// The C type of `d` in memory.
+std::string mem_type(DType d) { return is_half(d) ? "unsigned short" : d.c_name(); }
+
+const char* kPreamble = R"(#define KILN_MAX(a, b) ({ __typeof__(a) a_ = (a), b_ = (b); a_ > b_ ? a_ : b_; })
+#define KILN_BITCAST(to, from, x) ({ union { from f; to t; } u_; u_.f = (x); u_.t; })
+)";
+
+const char* kHalfPreamble = R"(static inline float kiln_half_to_float(unsigned short h) {
+  unsigned int sign = (unsigned int)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+  if (exp == 0x1f) bits = sign | 0x7f800000u | (man << 13);
+  else if (exp != 0) bits = sign | ((exp + 112) << 23) | (man << 13);
+  else if (man == 0) bits = sign;
+  else { exp = 113; while (!(man & 0x400)) { man <<= 1; exp--; } bits = sign | (exp << 23) | ((man & 0x3ff) << 13); }
+  return KILN_BITCAST(float, unsigned int, bits);
+}
+static inline unsigned short kiln_float_to_half(float f) {
+  unsigned int x = KILN_BITCAST(unsigned int, float, f), sign = (x >> 16) & 0x8000, absx = x & 0x7fffffffu;
+  if (absx > 0x7f800000u) return (unsigned short)(sign | 0x7e00);           /* NaN */
+  if (absx >= 0x477ff000u) return (unsigned short)(sign | 0x7c00);          /* overflow: inf */
+  if (absx < 0x33000001u) return (unsigned short)sign;                       /* underflow: 0 */
+  int e = (int)(absx >> 23) - 127;
+  unsigned int man = (absx & 0x7fffff) | 0x800000;
+  int shift = e < -14 ? -1 - e : 13;                                          /* subnormal or normal */
+  unsigned int half = man >> shift, rest = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+  if (rest > mid || (rest == mid && (half & 1))) half++;                     /* round to nearest even */
+  if (e < -14) return (unsigned short)(sign | half);
+  return (unsigned short)(sign | ((unsigned int)(e + 15) << 10) + (half - 0x400));
+}
+static inline float kiln_bf16_to_float(unsigned short h) { return KILN_BITCAST(float, unsigned int, (unsigned int)h << 16); }
+static inline unsigned short kiln_float_to_bf16(float f) {
+  unsigned int x = KILN_BITCAST(unsigned int, float, f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40);  /* quiet NaN */
+  return (unsigned short)((x + 0x7fff + ((x >> 16) & 1)) >> 16);                  /* round to nearest even */
+}
+)";
+
+std::string literal(double v, DType d) {
+  if (d.is_bool()) return v != 0 ? "1" : "0";
+  char buf[64];
+  if (d.is_float()) {
+    bool is_double = d.scalar == ScalarType::Float64;
+    if (std::isnan(v)) return is_double ? "__builtin_nan(\"\")" : "__builtin_nanf(\"\")";
+    if (std::isinf(v)) return std::string(v < 0 ? "-" : "") + (is_double ? "__builtin_inf()" : "__builtin_inff()");
+    std::snprintf(buf, sizeof buf, is_double ? "%.17g" : "%.9g", v);
+    std::string s = buf;
+    if (s.find_first_of(".e") == std::string::npos) s += ".0";
+    return is_double ? s : s + "f";
+  }
+  if (d.scalar == ScalarType::UInt64) {
+    std::snprintf(buf, sizeof buf, "%lluull", static_cast<unsigned long long>(v));
+    return buf;
+  }
+  if (d.scalar == ScalarType::Int32 && v > -2147483648.0) return std::to_string(static_cast<long long>(v));
+  std::snprintf(buf, sizeof buf, "%lldll", static_cast<long long>(v));
+  return "((" + d.c_name() + ")" + buf + ")";
+}
+
+class CRenderer final : public Renderer {
+ public:
+  std::string language() const override { return "C"; }
+
+  std::string render(const Kernel& k) const override {
+    std::unordered_map<const UOp*, int> uses;
+    bool halves = false;
+    for (const UOpRef& u : k.linear) {
+      for (const UOpRef& s : u->src) uses[s.get()]++;
+      halves |= is_half(u->dtype);
+    }
+    std::unordered_map<const UOp*, std::string> name;  // the C expression or variable for each node
+    std::ostringstream head, body;
+    head << kPreamble << (halves ? kHalfPreamble : "");
+    head << "void " << k.name << "(void** restrict bufs, const long long* restrict vals, int core_id) {\n";
+    int depth = 1, counter = 0;
+    auto line = [&](const std::string& text) { body << std::string(2 * depth, ' ') << text << "\n"; };
+    auto var = [&](const UOp* u, const std::string& prefix, const std::string& expr) {
+      std::string v = prefix + std::to_string(counter++);
+      line(reg_type(u->dtype) + " " + v + " = " + expr + ";");
+      name[u] = v;
+    };
+    auto src = [&](const UOp* u, size_t i) -> const std::string& { return name.at(u->src[i].get()); };
+
+    for (const UOpRef& ref : k.linear) {
+      const UOp* u = ref.get();
+      switch (u->op) {
+        case Ops::SINK: case Ops::NOOP: break;
+        case Ops::PARAM: {
+          std::string v = "data" + std::to_string(u->arg_as<int64_t>());
+          head << "  " << mem_type(u->dtype) << "* restrict " << v << " = (" << mem_type(u->dtype) << "*)bufs["
+               << u->arg_as<int64_t>() << "];\n";
+          name[u] = v;
+          break;
+        }
+        case Ops::CONST: name[u] = literal(u->const_value(), u->dtype); break;
+        case Ops::BUFFER: {  // a register accumulator
+          std::string v = "acc" + std::to_string(u->arg_as<BufferArg>().id);
+          line(reg_type(u->dtype.base()) + " " + v + ";");
+          name[u] = v;
+          break;
+        }
+        case Ops::AFTER: name[u] = src(u, 0); break;
+        case Ops::RANGE: {
+          std::string v = "ridx" + std::to_string(u->arg_as<RangeArg>().id);
+          const std::string& n = src(u, 0);
+          if (u->arg_as<RangeArg>().type == AxisType::THREAD && k.threads > 1) {
+            // this core's share [lo, hi) of the loop
+            std::string t = std::to_string(k.threads);
+            line("const int " + v + "_lo = (int)((long long)core_id * " + n + " / " + t + "), " + v +
+                 "_hi = (int)((long long)(core_id + 1) * " + n + " / " + t + ");");
+            line("for (int " + v + " = " + v + "_lo; " + v + " < " + v + "_hi; " + v + "++) {");
+          } else {
+            line("for (int " + v + " = 0; " + v + " < " + n + "; " + v + "++) {");
+          }
+          depth++;
+          name[u] = v;
+          break;
+        }
+        case Ops::END:
+          for (size_t i = 1; i < u->src.size(); i++) {
+            depth--;
+            line("}");
+          }
+          break;
+        case Ops::INDEX:
+          // register accumulators are plain variables; global memory is pointer + offset
+          if (u->src[0]->op == Ops::PARAM) name[u] = "(" + src(u, 0) + "+" + src(u, 1) + ")";
+          else name[u] = src(u, 0);
+          break;
+        case Ops::LOAD: {
+          const UOp* idx = u->src[0].get();
+          std::string value = idx->src[0]->op == Ops::PARAM ? "(*" + name.at(idx) + ")" : name.at(idx);
+          if (idx->src[0]->op == Ops::PARAM && is_half(u->dtype)) value = "kiln_" + half_suffix(u->dtype) + "_to_float" + value;
+          if (idx->src.size() > 2) value = "(" + name.at(idx->src[2].get()) + " ? " + value + " : " + literal(0, u->dtype) + ")";
+          var(u, "val", value);
+          break;
+        }
+        case Ops::STORE: {
+          const UOp* idx = u->src[0].get();
+          std::string value = src(u, 1);
+          if (idx->src[0]->op == Ops::PARAM) {
+            if (is_half(u->src[1]->dtype)) value = "kiln_float_to_" + half_suffix(u->src[1]->dtype) + "(" + value + ")";
+            line("*" + name.at(idx) + " = " + value + ";");
+          } else {
+            line(name.at(idx) + " = " + value + ";");
+          }
+          break;
+        }
+        default: {
+          std::string expr = alu(u, name);
+          if (uses[u] == 1 && u->op != Ops::LOAD) name[u] = expr;
+          else var(u, "alu", expr);
+        }
+      }
+    }
+    head << body.str() << "}\n";
+    return head.str();
+  }
+
+ private:
+  static std::string alu(const UOp* u, const std::unordered_map<const UOp*, std::string>& name) {
+    auto s = [&](size_t i) -> const std::string& { return name.at(u->src[i].get()); };
+    DType in = u->src.empty() ? u->dtype : u->src[0]->dtype;
+    bool dbl = in.scalar == ScalarType::Float64;
+    auto math = [&](const char* f) { return std::string("__builtin_") + f + (dbl ? "" : "f") + "(" + s(0) + ")"; };
+    auto bin = [&](const char* op) { return "(" + s(0) + op + s(1) + ")"; };
+    std::string e;
+    switch (u->op) {
+      case Ops::EXP2: e = math("exp2"); break;
+      case Ops::LOG2: e = math("log2"); break;
+      case Ops::SIN: e = math("sin"); break;
+      case Ops::SQRT: e = math("sqrt"); break;
+      case Ops::TRUNC: e = math("trunc"); break;
+      case Ops::RECIPROCAL: e = "(" + literal(1, u->dtype) + "/" + s(0) + ")"; break;
+      case Ops::NEG: e = "(-" + s(0) + ")"; break;
+      case Ops::ADD: e = bin("+"); break;
+      case Ops::SUB: e = bin("-"); break;
+      case Ops::MUL: e = bin("*"); break;
+      case Ops::FDIV: case Ops::IDIV: e = bin("/"); break;
+      case Ops::MOD: e = bin("%"); break;
+      case Ops::CMPLT: e = bin("<"); break;
+      case Ops::CMPNE: e = bin("!="); break;
+      case Ops::CMPEQ: e = bin("=="); break;
+      case Ops::AND: e = bin("&"); break;
+      case Ops::OR: e = bin("|"); break;
+      case Ops::XOR: e = bin("^"); break;
+      case Ops::SHL: e = bin("<<"); break;
+      case Ops::SHR: e = bin(">>"); break;
+      case Ops::MAX: e = "KILN_MAX(" + s(0) + ", " + s(1) + ")"; break;
+      case Ops::WHERE: e = "(" + s(0) + " ? " + s(1) + " : " + s(2) + ")"; break;
+      case Ops::CAST:
+        e = "((" + reg_type(u->dtype) + ")" + s(0) + ")";
+        break;
+      case Ops::BITCAST: {
+        std::string x = s(0);
+        if (is_half(in)) x = "kiln_float_to_" + half_suffix(in) + "(" + x + ")";
+        e = "KILN_BITCAST(" + mem_type(u->dtype) + ", " + mem_type(in) + ", " + x + ")";
+        if (is_half(u->dtype)) return "kiln_" + half_suffix(u->dtype) + "_to_float(" + e + ")";
+        return e;
+      }
+      default: throw_error("C renderer: cannot render ", op_name(u->op));
+    }
+    // 16-bit floats compute in float; round each result back to 16 bits.
+    if (is_half(u->dtype) && u->op != Ops::WHERE)
+      e = "kiln_" + half_suffix(u->dtype) + "_to_float(kiln_float_to_" + half_suffix(u->dtype) + "(" + e + "))";
+    return e;
+  }
+};
+
+}  // namespace
+
+const Renderer& c_renderer() {
+  static const CRenderer r;
+  return r;
+}
+
+}  // namespace kiln::renderer

@@ -1,0 +1,27 @@
+#pragma once
+// A renderer prints a linearized kernel (a flat, dependency-ordered list of UOps) as source text
+// for one language. Codegen asks it what it can render; it knows nothing of devices.
+#include <string>
+#include <vector>
+
+#include "kiln/ir/uop.h"
+
+namespace kiln::renderer {
+
+struct Kernel {
+  std::string name;                // function name
+  std::vector<UOpRef> linear;      // from codegen's linearizer
+  int64_t threads = 1;             // THREAD ranges are split over this many core_ids
+};
+
+class Renderer {
+ public:
+  virtual ~Renderer() = default;
+  virtual std::string render(const Kernel& kernel) const = 0;
+  virtual std::string language() const = 0;
+};
+
+// C for the CPU (clang/gcc), called as void name(void** bufs, const long long* vals, int core_id).
+const Renderer& c_renderer();
+
+}  // namespace kiln::renderer

@@ -1,0 +1,245 @@
+#include "runtime/cc_compiler.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <vector>
+
+#include "kiln/error.h"
+#include "support/env.h"
+#include "support/hash.h"
+
+extern char** environ;
+
+namespace kiln::runtime {
+namespace fs = std::filesystem;
+namespace {
+
+// -ffp-contract=off: no fused multiply-add, so results match the other backends bit for bit.
+const std::vector<std::string> kFlags = {"-O2",   "-march=native",     "-fPIC", "-shared",
+                                         "-ffp-contract=off", "-fno-math-errno", "-x", "c"};
+const std::vector<std::string> kLibs = {"-lm"};
+constexpr int kSourceLinesInErrors = 40;
+
+struct ProcessResult {
+  int exit_code = 0;
+  std::string output;  // stdout and stderr, interleaved
+};
+
+// Runs argv[0] (looked up on PATH) with argv directly, without a shell, so paths need no quoting.
+ProcessResult run_process(const std::vector<std::string>& argv) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) throw_error("could not create a pipe: ", std::strerror(errno));
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
+
+  std::vector<char*> cargv;
+  for (const std::string& arg : argv) cargv.push_back(const_cast<char*>(arg.c_str()));
+  cargv.push_back(nullptr);
+
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, cargv[0], &actions, nullptr, cargv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    throw_error("could not run '", argv[0], "': ", std::strerror(rc));
+  }
+
+  ProcessResult result;
+  char buf[4096];
+  while (true) {
+    ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n > 0) result.output.append(buf, static_cast<size_t>(n));
+    else if (n == 0 || errno != EINTR) break;
+  }
+  close(fds[0]);
+
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+bool is_executable_file(const fs::path& path) {
+  std::error_code ec;
+  return fs::is_regular_file(path, ec) && access(path.c_str(), X_OK) == 0;
+}
+
+// Full path of an executable: names with a '/' are taken as is, others are searched on PATH.
+std::string find_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return is_executable_file(name) ? name : "";
+  std::stringstream path(env::get_string("PATH", "/usr/local/bin:/usr/bin:/bin"));
+  for (std::string dir; std::getline(path, dir, ':');) {
+    fs::path candidate = fs::path(dir.empty() ? "." : dir) / name;
+    if (is_executable_file(candidate)) return candidate.string();
+  }
+  return "";
+}
+
+struct Toolchain {
+  std::vector<std::string> command;  // resolved compiler path, then extra flags from CC
+  std::string version;               // its `--version` output, so upgrades invalidate the cache
+};
+
+std::string read_version(const std::vector<std::string>& command) {
+  static std::mutex mu;
+  static std::map<std::vector<std::string>, std::string> versions;
+  std::lock_guard lock(mu);
+  auto it = versions.find(command);
+  if (it != versions.end()) return it->second;
+  std::vector<std::string> argv = command;
+  argv.push_back("--version");
+  ProcessResult result = run_process(argv);
+  if (result.exit_code != 0) {
+    throw_error("C compiler '", command[0], "' failed to report its version:\n", result.output);
+  }
+  return versions.emplace(command, result.output).first->second;
+}
+
+Toolchain find_toolchain() {
+  Toolchain tc;
+  if (std::string cc = env::get_string("CC"); !cc.empty()) {
+    std::istringstream words(cc);  // like make: CC may carry flags, e.g. "gcc -m64"
+    for (std::string word; words >> word;) tc.command.push_back(word);
+    if (tc.command.empty()) throw_error("CC is blank");
+    std::string path = find_program(tc.command[0]);
+    if (path.empty()) throw_error("C compiler CC=", cc, " was not found");
+    tc.command[0] = path;
+  } else {
+    for (const char* name : {"clang", "gcc"}) {
+      if (std::string path = find_program(name); !path.empty()) {
+        tc.command.push_back(path);
+        break;
+      }
+    }
+    if (tc.command.empty()) throw_error("no C compiler found for the CPU device: install clang or gcc, or set CC");
+  }
+  tc.version = read_version(tc.command);
+  return tc;
+}
+
+fs::path cache_dir() {
+  fs::path root;
+  if (std::string dir = env::get_string("KILN_CACHE"); !dir.empty()) {
+    root = dir;
+  } else if (std::string xdg = env::get_string("XDG_CACHE_HOME"); !xdg.empty()) {
+    root = fs::path(xdg) / "kiln";
+  } else if (std::string home = env::get_string("HOME"); !home.empty()) {
+    root = fs::path(home) / ".cache" / "kiln";
+  } else {
+    root = fs::temp_directory_path() / "kiln";
+  }
+  fs::path dir = root / "cpu";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw_error("could not create the kernel cache folder ", dir.string(), ": ", ec.message());
+  return dir;
+}
+
+// A name no other thread or process is using, for files that are renamed into place when complete.
+std::string unique_suffix() {
+  static std::atomic<uint64_t> counter{0};
+  return std::to_string(getpid()) + "-" + std::to_string(counter++);
+}
+
+// Deletes temporary files however compile() exits.
+struct TempFiles {
+  std::vector<fs::path> paths;
+  ~TempFiles() {
+    std::error_code ec;
+    for (const fs::path& p : paths) fs::remove(p, ec);
+  }
+};
+
+std::string numbered_source_head(const std::string& source) {
+  std::istringstream in(source);
+  std::ostringstream out;
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (++n > kSourceLinesInErrors) {
+      out << "  ...\n";
+      break;
+    }
+    char num[16];
+    std::snprintf(num, sizeof num, "%4d | ", n);
+    out << num << line << "\n";
+  }
+  return out.str();
+}
+
+std::string join(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
+
+}  // namespace
+
+std::string CcCompiler::name() const { return join(find_toolchain().command); }
+
+std::string CcCompiler::compile(const std::string& source) {
+  Toolchain tc = find_toolchain();
+  std::string key = content_hash(source + '\0' + join(tc.command) + '\0' + tc.version + '\0' + join(kFlags) +
+                                 '\0' + join(kLibs));
+
+  fs::path dir = cache_dir();
+  fs::path binary = dir / (key + ".so");
+  std::error_code ec;
+  if (fs::exists(binary, ec)) {
+    ++compile_stats().cache_hits;
+    return binary.string();
+  }
+
+  auto start = std::chrono::steady_clock::now();
+  std::string stem = key + "." + unique_suffix();
+  fs::path source_file = dir / (stem + ".c");
+  fs::path temp_binary = dir / (stem + ".so.tmp");
+  TempFiles temps{{source_file, temp_binary}};
+  {
+    std::ofstream out(source_file, std::ios::binary);
+    out << source;
+    out.close();
+    if (!out) throw_error("could not write ", source_file.string());
+  }
+
+  std::vector<std::string> argv = tc.command;
+  argv.insert(argv.end(), kFlags.begin(), kFlags.end());
+  argv.insert(argv.end(), {source_file.string(), "-o", temp_binary.string()});
+  argv.insert(argv.end(), kLibs.begin(), kLibs.end());
+  ProcessResult result = run_process(argv);
+  if (result.exit_code != 0) {
+    throw_error("CPU kernel failed to compile (", tc.command[0], " exited with ", result.exit_code, "):\n",
+                result.output, "source:\n", numbered_source_head(source));
+  }
+  // rename is atomic: other processes see either no binary or a complete one.
+  fs::rename(temp_binary, binary, ec);
+  if (ec) throw_error("could not move the compiled kernel to ", binary.string(), ": ", ec.message());
+  ++compile_stats().compiled;
+
+  if (env::debug_level() >= 3) {
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "compiled %.12s in %.1f ms\n", key.c_str(), ms);
+  }
+  return binary.string();
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,115 @@
+#include "runtime/device.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <mutex>
+
+#include "kiln/error.h"
+#include "runtime/builtin_devices.h"
+#include "support/env.h"
+
+namespace kiln::runtime {
+
+Device::Device(std::string name) : name_(std::move(name)) {}
+Device::~Device() = default;
+void Device::synchronize() {}
+int Device::max_threads() const { return 1; }
+
+namespace {
+
+struct Entry {
+  std::function<std::unique_ptr<Device>()> factory;
+  int priority = 0;
+  std::unique_ptr<Device> device;  // created on first get_device
+};
+
+struct Registry {
+  // Recursive: registering the built-in devices happens inside the first lookup, and a device
+  // factory may itself look up another device.
+  std::recursive_mutex mu;
+  bool builtins_registered = false;
+  std::map<std::string, Entry> entries;  // keyed by canonical name
+};
+
+// The registry with the built-in devices in it. Callers lock reg.mu for their own access.
+Registry& registry() {
+  static Registry reg;
+  std::lock_guard lock(reg.mu);
+  if (!reg.builtins_registered) {
+    reg.builtins_registered = true;  // set first: register_builtin_devices re-enters registry()
+    register_builtin_devices();
+  }
+  return reg;
+}
+
+// "cpu:0" -> "CPU".
+std::string canonical_name(const std::string& name) {
+  std::string base = name.substr(0, name.find(':'));
+  std::transform(base.begin(), base.end(), base.begin(), [](unsigned char c) { return std::toupper(c); });
+  return base;
+}
+
+std::string joined_names(const Registry& reg) {
+  std::string out;
+  for (const auto& [name, entry] : reg.entries) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+}  // namespace
+
+void register_device(const std::string& name, std::function<std::unique_ptr<Device>()> factory, int priority) {
+  std::string key = canonical_name(name);
+  if (key.empty()) throw_error("register_device: empty device name");
+  if (!factory) throw_error("register_device: no factory given for ", key);
+  Registry& reg = registry();
+  std::lock_guard lock(reg.mu);
+  Entry& entry = reg.entries[key];
+  entry.factory = std::move(factory);
+  entry.priority = priority;
+}
+
+Device& get_device(const std::string& name) {
+  Registry& reg = registry();
+  std::lock_guard lock(reg.mu);
+  auto it = reg.entries.find(canonical_name(name));
+  if (it == reg.entries.end()) {
+    throw_error("unknown device '", name, "'; registered devices: ", joined_names(reg));
+  }
+  Entry& entry = it->second;
+  if (!entry.device) {
+    entry.device = entry.factory();
+    if (!entry.device) throw_error("device factory for ", it->first, " returned no device");
+  }
+  return *entry.device;
+}
+
+std::string default_device() {
+  Registry& reg = registry();
+  std::lock_guard lock(reg.mu);
+  if (std::string dev = env::get_string("DEV"); !dev.empty()) {
+    std::string key = canonical_name(dev);
+    if (!reg.entries.count(key)) {
+      throw_error("DEV=", dev, " is not a registered device; choices: ", joined_names(reg));
+    }
+    return key;
+  }
+  // Highest priority wins; ties go to the alphabetically first name so the choice is stable.
+  const std::string* best = nullptr;
+  int best_priority = 0;
+  for (const auto& [name, entry] : reg.entries) {
+    if (!best || entry.priority > best_priority) best = &name, best_priority = entry.priority;
+  }
+  if (!best) throw_error("no devices are registered");
+  return *best;
+}
+
+std::vector<std::string> device_names() {
+  Registry& reg = registry();
+  std::lock_guard lock(reg.mu);
+  std::vector<std::string> names;
+  for (const auto& [name, entry] : reg.entries) names.push_back(name);
+  return names;
+}
+
+}  // namespace kiln::runtime

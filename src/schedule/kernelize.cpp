@@ -1,0 +1,171 @@
+// Builds each realized node's kernel AST from the Plan: the node's value with every read turned
+// into index math over its own loop ranges, stored into its buffer.
+//   SINK( END( STORE( INDEX(PARAM0, idx), value ), loop ranges... ) )
+#include <algorithm>
+#include <atomic>
+#include <unordered_map>
+
+#include "kiln/error.h"
+#include "kiln/ir/symbolic.h"
+#include "schedule/kernelize.h"
+#include "schedule/schedule.h"
+
+namespace kiln::schedule {
+namespace {
+
+double reduce_identity(Ops op, DType dtype) {
+  switch (op) {
+    case Ops::ADD: return 0;
+    case Ops::MUL: return 1;
+    case Ops::MAX: return dtype.min_value();
+    default: throw_error("reduce: unsupported reduce op ", op_name(op));
+  }
+}
+
+class KernelBuilder {
+ public:
+  KernelBuilder(const Plan& plan, const std::unordered_map<const UOp*, UOpRef>& buffers, const UOp* root)
+      : plan_(plan), buffers_(buffers), root_(root) {}
+
+  // Returns the kernel SINK; `bufs` receives the BUFFERs bound to PARAM 0.. (output first).
+  UOpRef build(std::vector<UOpRef>& bufs) {
+    const Access& own = plan_.own.at(root_);
+    param_for(buffers_.at(root_));
+    UOpRef value = lower(root_->op == Ops::CONTIGUOUS ? root_->src[0].get() : root_, own, true);
+    const UOpRef& out = buffers_.at(root_);
+    UOpRef store = UOp::make(Ops::STORE, dtypes::void_,
+                             {index(param_for(out), flat_index(own.idx, root_->shape_or_throw()), own.valid), value});
+    std::vector<UOpRef> end_src{store};
+    for (const UOpRef& i : own.idx)
+      if (i->op == Ops::RANGE) end_src.push_back(i);
+    UOpRef body = end_src.size() > 1 ? UOp::make(Ops::END, dtypes::void_, end_src) : store;
+    bufs = params_;
+    return UOp::sink({body});
+  }
+
+ private:
+  UOpRef param_for(const UOpRef& buffer) {
+    for (size_t i = 0; i < params_.size(); i++)
+      if (params_[i] == buffer) return UOp::make(Ops::PARAM, buffer->dtype.as_ptr(), {}, int64_t(i));
+    params_.push_back(buffer);
+    return UOp::make(Ops::PARAM, buffer->dtype.as_ptr(), {}, int64_t(params_.size() - 1));
+  }
+
+  static UOpRef index(const UOpRef& param, const UOpRef& flat, const UOpRef& valid) {
+    std::vector<UOpRef> src{param, flat};
+    if (valid != true_const()) src.push_back(valid);  // a gate: never touch memory where invalid
+    return UOp::make(Ops::INDEX, param->dtype, std::move(src));
+  }
+
+  UOpRef load(const UOpRef& buffer, const UOpRef& flat, const UOpRef& valid) {
+    return UOp::make(Ops::LOAD, buffer->dtype.base(), {index(param_for(buffer), flat, valid)});
+  }
+
+  // The kernel expression for `u` read at access `a`.
+  UOpRef lower(const UOp* u, const Access& a, bool is_root = false) {
+    auto key = std::make_pair(u, key_of(a));
+    if (!is_root)
+      if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    UOpRef r = lower_uncached(u, a, is_root);
+    memo_[key] = r;
+    return r;
+  }
+
+  UOpRef lower_uncached(const UOp* u, const Access& a, bool is_root) {
+    if (u->op == Ops::BUFFER) return load(u->ref(), a.idx[0], a.valid);
+    if (!is_root && buffers_.count(u)) return load(buffers_.at(u), flat_index(a.idx, u->shape_or_throw()), a.valid);
+    if (u->op == Ops::CONST) return u->ref();
+    if (u->op == Ops::PAD) {
+      UOpRef cond;
+      Access in = apply_movement_op(*u, a, &cond);
+      UOpRef inner = lower(u->src[0].get(), in);
+      return cond == true_const() ? inner : UOp::make(Ops::WHERE, u->dtype, {cond, inner, u->ref()->const_like(0)});
+    }
+    if (group::Movement.has(u->op)) return lower(u->src[0].get(), apply_movement_op(*u, a));
+    if (u->op == Ops::REDUCE) {
+      const auto& ranges = plan_.reduce_ranges.at({u, key_of(a)});
+      const Ops op = u->arg_as<ReduceArg>().op;
+      Access in = a;
+      const Shape& in_shape = u->src[0]->shape_or_throw();
+      size_t next = 0;
+      for (int64_t axis : u->arg_as<ReduceArg>().axes) {
+        if (in_shape[axis] == 0) return UOp::const_(u->dtype, reduce_identity(op, u->dtype));
+        if (in_shape[axis] != 1) in.idx[axis] = ranges[next++];
+      }
+      UOpRef value = lower(u->src[0].get(), in);
+      if (ranges.empty()) return value;
+      std::vector<UOpRef> src{value};
+      src.insert(src.end(), ranges.begin(), ranges.end());
+      return UOp::make(Ops::REDUCE, u->dtype, std::move(src), ReduceArg{op, {}});
+    }
+    if (u->op == Ops::CONTIGUOUS || u->op == Ops::DETACH) return lower(u->src[0].get(), a);
+    if (group::Elementwise.has(u->op)) {
+      std::vector<UOpRef> src;
+      for (const UOpRef& s : u->src) src.push_back(lower(s.get(), a));
+      return UOp::make(u->op, u->dtype, std::move(src), u->arg);
+    }
+    throw_error("schedule: cannot put ", op_name(u->op), " in a kernel");
+  }
+
+  const Plan& plan_;
+  const std::unordered_map<const UOp*, UOpRef>& buffers_;
+  const UOp* root_;
+  std::vector<UOpRef> params_;
+  std::map<std::pair<const UOp*, AccessKey>, UOpRef> memo_;
+};
+
+// Renumbers a kernel's ranges 0..n in a fixed order (loops by axis, then reductions as they
+// appear), so identical kernels have identical ASTs and share one compiled program.
+UOpRef renumber_ranges(const UOpRef& sink) {
+  std::unordered_map<const UOp*, UOpRef> map;
+  std::vector<const UOp*> loops, reduces;
+  for (const UOp* u : sink->toposort())
+    if (u->op == Ops::RANGE) (u->arg_as<RangeArg>().type == AxisType::REDUCE ? reduces : loops).push_back(u);
+  auto by_id = [](const UOp* a, const UOp* b) { return a->arg_as<RangeArg>().id < b->arg_as<RangeArg>().id; };
+  std::sort(loops.begin(), loops.end(), by_id);
+  int64_t next = 0;
+  for (auto* list : {&loops, &reduces})
+    for (const UOp* r : *list) map[r] = r->with_arg(RangeArg{next++, r->arg_as<RangeArg>().type});
+  return substitute(sink, map);
+}
+
+}  // namespace
+
+Schedule create_schedule(const std::vector<UOpRef>& roots) {
+  Schedule out;
+  for (const UOpRef& r : roots)
+    if (is_buffer_view(r.get())) {
+      out.becomes[r.get()] = strip_contiguous(r);
+      out.keep_alive.push_back(r);
+    }
+  Plan plan = plan_kernels(roots);
+  std::unordered_map<const UOp*, UOpRef> buffers;
+  for (const UOp* u : plan.realized) {
+    std::string device = "CPU";
+    for (const UOp* x : u->toposort())
+      if (x->op == Ops::BUFFER) device = x->arg_as<BufferArg>().device;
+    buffers[u] = UOp::make(Ops::BUFFER, u->dtype, {}, BufferArg{next_buffer_id(), prod(u->shape_or_throw()), device});
+  }
+  std::vector<UOpRef> calls;
+  for (const UOp* u : plan.realized) {
+    const UOpRef& buf = buffers.at(u);
+    const Shape& shape = u->shape_or_throw();
+    out.becomes[u] = shape == Shape{prod(shape)} ? buf : UOp::make(Ops::RESHAPE, u->dtype, {buf}, shape);
+    out.keep_alive.push_back(u->ref());
+    if (prod(shape) == 0) continue;  // nothing to compute
+    std::vector<UOpRef> bufs;
+    UOpRef kernel = renumber_ranges(KernelBuilder(plan, buffers, u).build(bufs));
+    std::vector<UOpRef> call_src{kernel};
+    call_src.insert(call_src.end(), bufs.begin(), bufs.end());
+    calls.push_back(UOp::make(Ops::CALL, dtypes::void_, std::move(call_src)));
+  }
+  out.linear = UOp::make(Ops::LINEAR, dtypes::void_, std::move(calls));
+  return out;
+}
+
+int64_t next_buffer_id() {
+  static std::atomic<int64_t> next{0};
+  return next++;
+}
+
+}  // namespace kiln::schedule

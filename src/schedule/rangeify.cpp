@@ -1,0 +1,160 @@
+// Range propagation and fusion ("rangeify"): walk the tensor graph consumers-first, handing each
+// node the index expressions its consumers read it with. A node read one way inherits its
+// consumer's loops: that is fusion. A node is realized into a buffer (and gets its own kernel) when
+// it must be: a root or CONTIGUOUS, a reduction that is broadcast again, or an expensive node read
+// in several different ways.
+#include <algorithm>
+#include <functional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "kiln/error.h"
+#include "kiln/ir/symbolic.h"
+#include "schedule/indexing.h"
+#include "schedule/kernelize.h"
+#include "schedule/schedule.h"
+
+namespace kiln::schedule {
+namespace {
+
+// Recomputing a node in each consumer beats a buffer round trip unless the node reduces or is big.
+constexpr int kMaxRecomputeOps = 64;
+
+// The node whose value a movement chain reads.
+const UOp* base_of(const UOp* u) {
+  while (group::Movement.has(u->op)) u = u->src[0].get();
+  return u;
+}
+
+bool expands_an_axis(const UOp* u) {
+  if (u->op != Ops::EXPAND) return false;
+  const Shape &in = *u->src[0]->shape(), &out = *u->shape();
+  for (size_t k = 0; k < in.size(); k++)
+    if (in[k] == 1 && out[k] != 1) return true;
+  return false;
+}
+
+class Rangeify {
+ public:
+  explicit Rangeify(const std::vector<UOpRef>& roots) {
+    std::vector<UOpRef> srcs;
+    for (const UOpRef& r : roots)
+      if (!is_buffer_view(r.get())) srcs.push_back(r);
+    sink_ = UOp::sink(srcs);
+    topo_ = sink_->toposort();
+    topo_.pop_back();  // the SINK itself
+    for (const UOpRef& r : srcs) realized_.insert(r.get());
+  }
+
+  Plan run() {
+    seed_realizations();
+    propagate_ranges();
+    for (const UOp* u : topo_)
+      if (realized_.count(u)) plan_.realized.push_back(u);
+    plan_.keep_alive = sink_;
+    return std::move(plan_);
+  }
+
+ private:
+  // Realizations that follow from the graph's structure alone, found sources-first.
+  void seed_realizations() {
+    std::unordered_map<const UOp*, bool> has_reduce;  // an unrealized REDUCE feeds this node
+    for (const UOp* u : topo_) {
+      // CONTIGUOUS of something already contiguous is a no-op; otherwise it asks for a buffer.
+      if (u->op == Ops::CONTIGUOUS && !is_buffer_view(u)) realized_.insert(u);
+      if (expands_an_axis(u) && has_reduce[u->src[0].get()]) {
+        // A reduction broadcast again would be recomputed for every broadcast element: store it.
+        realized_.insert(base_of(u->src[0].get()));
+      }
+      bool reduce = u->op == Ops::REDUCE;
+      for (const UOpRef& s : u->src) reduce |= has_reduce[s.get()] && !realized_.count(base_of(s.get()));
+      has_reduce[u] = reduce;
+      int size = 1;
+      for (const UOpRef& s : u->src)
+        if (!realized_.count(base_of(s.get()))) size += op_count_[s.get()];
+      op_count_[u] = std::min(size, kMaxRecomputeOps + 1);
+    }
+    has_reduce_ = std::move(has_reduce);
+  }
+
+  UOpRef fresh_range(int64_t size, AxisType type) {
+    return UOp::make(Ops::RANGE, dtypes::index, {index_const(size)}, RangeArg{next_range_++, type});
+  }
+
+  void add_access(const UOp* u, Access a) {
+    auto& list = accesses_[u];
+    if (std::find(list.begin(), list.end(), a) == list.end()) list.push_back(std::move(a));
+  }
+
+  void propagate_ranges() {
+    for (auto it = topo_.rbegin(); it != topo_.rend(); ++it) {
+      const UOp* u = *it;
+      if (u->op == Ops::BUFFER || u->op == Ops::CONST) continue;
+      std::vector<Access>& reads = accesses_[u];
+      if (!realized_.count(u) && reads.size() > 1 &&
+          (has_reduce_[u] || op_count_[u] > kMaxRecomputeOps))
+        realized_.insert(u);
+      std::vector<Access> outs;
+      if (realized_.count(u)) {
+        Access own{{}, true_const()};
+        for (int64_t n : u->shape_or_throw()) own.idx.push_back(n == 1 ? index_const(0) : fresh_range(n, AxisType::LOOP));
+        plan_.own[u] = own;
+        outs = {own};
+      } else {
+        outs = reads;
+      }
+      for (const Access& a : outs) push_to_sources(u, a);
+    }
+  }
+
+  void push_to_sources(const UOp* u, const Access& a) {
+    if (group::Movement.has(u->op)) {
+      add_access(u->src[0].get(), apply_movement_op(*u, a));
+    } else if (u->op == Ops::REDUCE) {
+      Access in = a;
+      std::vector<UOpRef> ranges;
+      const Shape& in_shape = u->src[0]->shape_or_throw();
+      for (int64_t axis : u->arg_as<ReduceArg>().axes) {
+        if (in_shape[axis] == 1) continue;  // a[axis] is already the constant 0
+        in.idx[axis] = fresh_range(in_shape[axis], AxisType::REDUCE);
+        ranges.push_back(in.idx[axis]);
+      }
+      plan_.reduce_ranges[{u, key_of(a)}] = ranges;
+      plan_.keep_accesses.push_back(a);
+      add_access(u->src[0].get(), std::move(in));
+    } else {
+      for (const UOpRef& s : u->src) add_access(s.get(), a);
+    }
+  }
+
+  UOpRef sink_;
+  std::vector<const UOp*> topo_;
+  std::unordered_set<const UOp*> realized_;
+  std::unordered_map<const UOp*, bool> has_reduce_;
+  std::unordered_map<const UOp*, int> op_count_;
+  std::unordered_map<const UOp*, std::vector<Access>> accesses_;
+  Plan plan_;
+  int64_t next_range_ = 0;
+};
+
+}  // namespace
+
+bool is_buffer_view(const UOp* u) {
+  while (u->op == Ops::RESHAPE || u->op == Ops::CONTIGUOUS) u = u->src[0].get();
+  return u->op == Ops::BUFFER;
+}
+
+UOpRef strip_contiguous(const UOpRef& u) {
+  return u->op == Ops::CONTIGUOUS ? strip_contiguous(u->src[0]) : u;
+}
+
+AccessKey key_of(const Access& a) {
+  AccessKey k;
+  for (const UOpRef& i : a.idx) k.push_back(i.get());
+  k.push_back(a.valid.get());
+  return k;
+}
+
+Plan plan_kernels(const std::vector<UOpRef>& roots) { return Rangeify(roots).run(); }
+
+}  // namespace kiln::schedule

@@ -1,0 +1,40 @@
+#pragma once
+// The scheduler: cuts a tensor graph into kernels. Which nodes become buffers (realize), which
+// fuse into their consumers (range propagation), and the kernel ASTs that compute them.
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kiln/ir/uop.h"
+#include "kiln/schedule_item.h"
+
+namespace kiln::schedule {
+
+struct Schedule {
+  // LINEAR(CALL(kernel SINK, BUFFER...)...): the kernels to run, in order. Buffer 0 of each call is
+  // its output; the BUFFERs are not allocated yet.
+  UOpRef linear;
+  // What each realized tensor-graph node becomes once the schedule has run: a view of its buffer.
+  std::unordered_map<const UOp*, UOpRef> becomes;
+  std::vector<UOpRef> keep_alive;  // keys of `becomes`
+};
+
+// A node that is a contiguous view of a realized buffer (RESHAPE/CONTIGUOUS over a BUFFER): it
+// needs no kernel.
+bool is_buffer_view(const UOp* u);
+// The buffer view without its no-op CONTIGUOUS wrappers.
+UOpRef strip_contiguous(const UOpRef& u);
+
+// Schedules everything needed to realize `roots` (tensor-graph nodes).
+Schedule create_schedule(const std::vector<UOpRef>& roots);
+
+// The ScheduleItem view of each CALL in a LINEAR.
+std::vector<ScheduleItem> schedule_items(const UOpRef& linear);
+
+// tinygrad-style kernel name from its AST: "r_16_16" (E_ elementwise, r_ with a reduction).
+std::string kernel_name(const UOpRef& kernel_sink);
+
+// Allocates a fresh BUFFER UOp id.
+int64_t next_buffer_id();
+
+}  // namespace kiln::schedule

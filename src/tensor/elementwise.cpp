@@ -1,0 +1,219 @@
+// Elementwise ops: broadcasting and dtype promotion, then compositions of the primitive ALU ops
+// (exp is EXP2 of a scaled input, cos is a shifted SIN, ...), as tinygrad builds them.
+#include <cmath>
+#include <numbers>
+
+#include "kiln/error.h"
+#include "tensor/tensor_impl.h"
+
+namespace kiln {
+namespace {
+
+Shape broadcast_shape(const Shape& a, const Shape& b) {
+  size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; i++) {
+    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da != db && da != 1 && db != 1)
+      throw_error("broadcast: shapes ", shape_to_string(a), " and ", shape_to_string(b),
+                  " are incompatible (axis ", static_cast<int64_t>(i) - static_cast<int64_t>(n), ": ", da, " vs ", db, ")");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+// Math functions are defined on floats: integer and bool inputs become the default float.
+Tensor float_input(const Tensor& t) { return t.dtype().is_float() ? t : t.cast(dtypes::default_float); }
+
+}  // namespace
+
+Tensor Tensor::broadcast_to(const Shape& target) const {
+  if (shape() == target) return *this;
+  Shape full = broadcast_shape(shape(), target);
+  if (full != target)
+    throw_error("broadcast_to: cannot broadcast ", shape_to_string(shape()), " to ", shape_to_string(target));
+  Shape padded(target.size() - shape().size(), 1);
+  padded.insert(padded.end(), shape().begin(), shape().end());
+  return reshape(padded).expand(target);
+}
+
+std::pair<Tensor, Tensor> Tensor::broadcast_with(const Tensor& o) const {
+  Shape s = broadcast_shape(shape(), o.shape());
+  DType dt = dtypes::least_upper(dtype(), o.dtype());
+  return {cast(dt).broadcast_to(s), o.cast(dt).broadcast_to(s)};
+}
+
+Tensor Tensor::alu(Ops op, std::vector<Tensor> srcs) const {
+  std::vector<UOpRef> src{uop()};
+  for (const Tensor& s : srcs) src.push_back(s.uop());
+  DType out = group::Comparison.has(op) ? dtypes::bool_ : dtype();
+  if (op == Ops::WHERE) out = srcs[0].dtype();
+  return Tensor(UOp::make(op, out, std::move(src)));
+}
+
+Tensor Tensor::const_like(double value) const { return full(shape(), value, dtype()); }
+
+Tensor Tensor::cast(DType to) const {
+  if (to == dtype()) return *this;
+  if (to.count != 1 || to.ptr || to.scalar == ScalarType::Void) throw_error("cast: cannot cast to ", to.name());
+  return Tensor(UOp::make(Ops::CAST, to, {uop()}));
+}
+
+Tensor Tensor::bitcast(DType to) const {
+  if (to.itemsize() != dtype().itemsize())
+    throw_error("bitcast: ", dtype().name(), " and ", to.name(), " differ in size (", dtype().itemsize(), " vs ",
+                to.itemsize(), " bytes)");
+  if (to == dtype()) return *this;
+  return Tensor(UOp::make(Ops::BITCAST, to, {uop()}));
+}
+
+// ---- binary
+
+Tensor Tensor::add(const Tensor& o) const {
+  auto [a, b] = broadcast_with(o);
+  return a.dtype().is_bool() ? a.alu(Ops::OR, {b}) : a.alu(Ops::ADD, {b});
+}
+Tensor Tensor::sub(const Tensor& o) const {
+  auto [a, b] = broadcast_with(o);
+  if (a.dtype().is_bool()) throw_error("sub: subtracting bool tensors is not defined; use logical ops");
+  return a.alu(Ops::SUB, {b});
+}
+Tensor Tensor::mul(const Tensor& o) const {
+  auto [a, b] = broadcast_with(o);
+  return a.dtype().is_bool() ? a.alu(Ops::AND, {b}) : a.alu(Ops::MUL, {b});
+}
+Tensor Tensor::div(const Tensor& o) const {
+  auto [a, b] = broadcast_with(o);
+  return float_input(a).alu(Ops::FDIV, {float_input(b)});
+}
+Tensor Tensor::maximum(const Tensor& o) const {
+  auto [a, b] = broadcast_with(o);
+  return a.alu(Ops::MAX, {b});
+}
+Tensor Tensor::minimum(const Tensor& o) const {
+  auto [a, b] = broadcast_with(o);
+  return a.lt(b).where(a, b);
+}
+Tensor Tensor::lt(const Tensor& o) const {
+  auto [a, b] = broadcast_with(o);
+  return a.alu(Ops::CMPLT, {b});
+}
+Tensor Tensor::gt(const Tensor& o) const { return o.lt(*this); }
+Tensor Tensor::le(const Tensor& o) const { return gt(o).logical_not(); }
+Tensor Tensor::ge(const Tensor& o) const { return lt(o).logical_not(); }
+Tensor Tensor::eq(const Tensor& o) const {
+  auto [a, b] = broadcast_with(o);
+  return a.alu(Ops::CMPEQ, {b});
+}
+Tensor Tensor::ne(const Tensor& o) const {
+  auto [a, b] = broadcast_with(o);
+  return a.alu(Ops::CMPNE, {b});
+}
+
+Tensor Tensor::logical_not() const {
+  Tensor b = cast(dtypes::bool_);
+  return b.alu(Ops::CMPNE, {b.const_like(1)});
+}
+
+Tensor Tensor::where(const Tensor& if_true, const Tensor& if_false) const {
+  auto [t, f] = if_true.broadcast_with(if_false);
+  Shape s = broadcast_shape(shape(), t.shape());
+  return cast(dtypes::bool_).broadcast_to(s).alu(Ops::WHERE, {t.broadcast_to(s), f.broadcast_to(s)});
+}
+
+Tensor Tensor::clip(double lo, double hi) const {
+  if (lo > hi) throw_error("clip: lower bound ", lo, " is above upper bound ", hi);
+  return maximum(scalar_like(*this, lo)).minimum(scalar_like(*this, hi));
+}
+
+// ---- unary
+
+Tensor Tensor::neg() const { return dtype().is_bool() ? logical_not() : alu(Ops::NEG); }
+Tensor Tensor::relu() const { return gt(const_like(0)).where(*this, const_like(0)); }
+Tensor Tensor::exp2() const { return float_input(*this).alu(Ops::EXP2); }
+Tensor Tensor::log2() const { return float_input(*this).alu(Ops::LOG2); }
+Tensor Tensor::exp() const {
+  Tensor x = float_input(*this);
+  return (x * x.const_like(1 / std::numbers::ln2)).alu(Ops::EXP2);
+}
+Tensor Tensor::log() const {
+  Tensor x = float_input(*this);
+  return x.alu(Ops::LOG2) * x.const_like(std::numbers::ln2);
+}
+Tensor Tensor::sqrt() const { return float_input(*this).alu(Ops::SQRT); }
+Tensor Tensor::rsqrt() const { return sqrt().reciprocal(); }
+Tensor Tensor::reciprocal() const { return float_input(*this).alu(Ops::RECIPROCAL); }
+Tensor Tensor::sin() const { return float_input(*this).alu(Ops::SIN); }
+Tensor Tensor::cos() const {
+  Tensor x = float_input(*this);
+  return (x.const_like(std::numbers::pi / 2) - x).sin();
+}
+Tensor Tensor::tan() const { return sin() / cos(); }
+Tensor Tensor::sigmoid() const {
+  Tensor x = float_input(*this);
+  return (x.const_like(1) + x.neg().exp()).reciprocal();
+}
+Tensor Tensor::tanh() const {
+  Tensor x = float_input(*this);
+  return (x * x.const_like(2)).sigmoid() * x.const_like(2) - x.const_like(1);
+}
+Tensor Tensor::abs() const {
+  if (dtype().is_unsigned() || dtype().is_bool()) return *this;
+  return lt(const_like(0)).where(neg(), *this);
+}
+Tensor Tensor::square() const { return *this * *this; }
+Tensor Tensor::sign() const {
+  if (dtype().is_bool()) return *this;
+  return gt(const_like(0)).cast(dtype()) - lt(const_like(0)).cast(dtype());
+}
+Tensor Tensor::trunc() const { return dtype().is_float() ? alu(Ops::TRUNC) : *this; }
+Tensor Tensor::floor() const {
+  if (!dtype().is_float()) return *this;
+  Tensor t = trunc();
+  return lt(t).where(t - const_like(1), t);
+}
+Tensor Tensor::ceil() const {
+  if (!dtype().is_float()) return *this;
+  Tensor t = trunc();
+  return gt(t).where(t + const_like(1), t);
+}
+Tensor Tensor::round() const {  // halves go to the even neighbor, as NumPy and tinygrad do
+  if (!dtype().is_float()) return *this;
+  Tensor up = (*this + const_like(0.5)).floor();
+  Tensor is_half = (*this + const_like(0.5)).eq(up);
+  Tensor odd = (up - (up * const_like(0.5)).floor() * const_like(2)).ne(const_like(0));
+  return (is_half.mul(odd)).where(up - const_like(1), up);
+}
+
+Tensor Tensor::pow(double e) const {
+  if (e == 0) return ones_like().cast(dtype().is_float() ? dtype() : dtypes::default_float);
+  if (e == 1) return float_input(*this);
+  if (e == 2) return float_input(*this).square();
+  if (e == 0.5) return sqrt();
+  if (e == -1) return reciprocal();
+  return pow(scalar_like(*this, e));
+}
+
+Tensor Tensor::pow(const Tensor& exponent) const {
+  auto [b, e] = float_input(*this).broadcast_with(float_input(exponent));
+  // |b|^e, then the sign: negative bases keep their sign for odd integer exponents and give NaN
+  // for non-integer ones.
+  Tensor magnitude = (b.abs().log2() * e).exp2();
+  Tensor e_is_int = e.trunc().eq(e);
+  Tensor e_is_odd = (e - (e * e.const_like(0.5)).floor() * e.const_like(2)).ne(e.const_like(0));
+  Tensor negative = b.lt(b.const_like(0));
+  Tensor signed_mag = (negative.mul(e_is_odd)).where(magnitude.neg(), magnitude);
+  Tensor result = (negative.mul(e_is_int.logical_not())).where(b.const_like(NAN), signed_mag);
+  return e.eq(e.const_like(0)).where(b.const_like(1), result);  // x^0 is 1, even for 0 and NaN
+}
+
+// ---- operators
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return a.add(b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return a.sub(b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return a.mul(b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return a.div(b); }
+Tensor operator-(const Tensor& a) { return a.neg(); }
+
+}  // namespace kiln

@@ -1,0 +1,160 @@
+// Movement ops: checked here with clear messages, then recorded as UOps. They are free: the
+// scheduler turns them into index arithmetic.
+#include <algorithm>
+#include <numeric>
+
+#include "kiln/error.h"
+#include "tensor/tensor_impl.h"
+
+namespace kiln {
+
+int Tensor::normalize_axis(int axis) const {
+  const int n = static_cast<int>(ndim());
+  if (axis < -n || axis >= n)
+    throw_error("axis ", axis, " is out of range for a tensor of shape ", shape_to_string(shape()), " (", n, " dims)");
+  return axis < 0 ? axis + n : axis;
+}
+
+Tensor Tensor::reshape(Shape to) const {
+  int infer = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < to.size(); i++) {
+    if (to[i] == -1) {
+      if (infer >= 0) throw_error("reshape: only one dimension can be -1, got ", shape_to_string(to));
+      infer = static_cast<int>(i);
+    } else if (to[i] < 0) {
+      throw_error("reshape: negative dimension in ", shape_to_string(to));
+    } else {
+      known *= to[i];
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0 || numel() % known != 0)
+      throw_error("reshape: cannot reshape ", shape_to_string(shape()), " (", numel(), " elements) to ",
+                  shape_to_string(to));
+    to[infer] = numel() / known;
+  }
+  if (kiln::prod(to) != numel())
+    throw_error("reshape: cannot reshape ", shape_to_string(shape()), " (", numel(), " elements) to ",
+                shape_to_string(to), " (", kiln::prod(to), " elements)");
+  if (to == shape()) return *this;
+  return Tensor(UOp::make(Ops::RESHAPE, dtype(), {uop()}, to));
+}
+
+Tensor Tensor::permute(std::vector<int> order) const {
+  if (static_cast<int64_t>(order.size()) != ndim())
+    throw_error("permute: expected ", ndim(), " axes for shape ", shape_to_string(shape()), ", got ", order.size());
+  Shape perm;
+  std::vector<bool> seen(order.size(), false);
+  for (int a : order) {
+    int axis = normalize_axis(a);
+    if (seen[axis]) throw_error("permute: axis ", a, " appears twice");
+    seen[axis] = true;
+    perm.push_back(axis);
+  }
+  Shape identity(perm.size());
+  std::iota(identity.begin(), identity.end(), 0);
+  if (perm == identity) return *this;
+  return Tensor(UOp::make(Ops::PERMUTE, dtype(), {uop()}, perm));
+}
+
+Tensor Tensor::expand(Shape to) const {
+  if (to.size() < shape().size())
+    throw_error("expand: cannot expand ", shape_to_string(shape()), " to fewer dims ", shape_to_string(to));
+  Shape from(to.size() - shape().size(), 1);  // new leading axes, as NumPy broadcasting
+  from.insert(from.end(), shape().begin(), shape().end());
+  for (size_t i = 0; i < to.size(); i++) {
+    if (to[i] == -1) to[i] = from[i];
+    if (from[i] != to[i] && from[i] != 1)
+      throw_error("expand: cannot expand ", shape_to_string(shape()), " to ", shape_to_string(to), " (axis ", i,
+                  ": ", from[i], " is not 1)");
+  }
+  Tensor base = reshape(from);
+  if (to == from) return base;
+  return Tensor(UOp::make(Ops::EXPAND, dtype(), {base.uop()}, to));
+}
+
+Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> padding) const {
+  if (static_cast<int64_t>(padding.size()) != ndim())
+    throw_error("pad: expected ", ndim(), " (before, after) pairs for shape ", shape_to_string(shape()), ", got ",
+                padding.size());
+  bool any = false;
+  for (auto [b, a] : padding) {
+    if (b < 0 || a < 0) throw_error("pad: padding must be >= 0, got (", b, ", ", a, ")");
+    any |= b > 0 || a > 0;
+  }
+  if (!any) return *this;
+  return Tensor(UOp::make(Ops::PAD, dtype(), {uop()}, Pairs(padding.begin(), padding.end())));
+}
+
+Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> bounds) const {
+  if (static_cast<int64_t>(bounds.size()) != ndim())
+    throw_error("shrink: expected ", ndim(), " [begin, end) pairs for shape ", shape_to_string(shape()), ", got ",
+                bounds.size());
+  bool any = false;
+  for (size_t i = 0; i < bounds.size(); i++) {
+    auto [b, e] = bounds[i];
+    if (b < 0 || e > shape()[i] || b > e)
+      throw_error("shrink: [", b, ", ", e, ") is out of bounds for axis ", i, " of size ", shape()[i]);
+    any |= b != 0 || e != shape()[i];
+  }
+  if (!any) return *this;
+  return Tensor(UOp::make(Ops::SHRINK, dtype(), {uop()}, Pairs(bounds.begin(), bounds.end())));
+}
+
+Tensor Tensor::flip(std::vector<int> axes) const {
+  Shape flipped;
+  for (int a : axes) {
+    int axis = normalize_axis(a);
+    if (std::find(flipped.begin(), flipped.end(), axis) != flipped.end())
+      throw_error("flip: axis ", a, " appears twice");
+    if (shape()[axis] > 1) flipped.push_back(axis);
+  }
+  if (flipped.empty()) return *this;
+  std::sort(flipped.begin(), flipped.end());
+  return Tensor(UOp::make(Ops::FLIP, dtype(), {uop()}, flipped));
+}
+
+Tensor Tensor::transpose(int a, int b) const {
+  std::vector<int> order(static_cast<size_t>(ndim()));
+  std::iota(order.begin(), order.end(), 0);
+  std::swap(order[normalize_axis(a)], order[normalize_axis(b)]);
+  return permute(order);
+}
+
+Tensor Tensor::flatten(int start_dim, int end_dim) const {
+  if (ndim() == 0) return reshape({1});
+  int s = normalize_axis(start_dim), e = normalize_axis(end_dim);
+  if (s > e) throw_error("flatten: start_dim ", start_dim, " is after end_dim ", end_dim);
+  Shape to(shape().begin(), shape().begin() + s);
+  to.push_back(-1);
+  to.insert(to.end(), shape().begin() + e + 1, shape().end());
+  if (numel() == 0) {  // -1 can't be inferred from 0 elements
+    int64_t p = 1;
+    for (int i = s; i <= e; i++) p *= shape()[i];
+    to[s] = p;
+  }
+  return reshape(to);
+}
+
+Tensor Tensor::squeeze(int axis) const {
+  int a = normalize_axis(axis);
+  if (shape()[a] != 1) return *this;  // as PyTorch: squeezing a non-1 axis does nothing
+  Shape to = shape();
+  to.erase(to.begin() + a);
+  return reshape(to);
+}
+
+Tensor Tensor::unsqueeze(int axis) const {
+  const int n = static_cast<int>(ndim());
+  if (axis < -(n + 1) || axis > n)
+    throw_error("unsqueeze: axis ", axis, " is out of range for ", n + 1, " dims");
+  int a = axis < 0 ? axis + n + 1 : axis;
+  Shape to = shape();
+  to.insert(to.begin() + a, 1);
+  return reshape(to);
+}
+
+Tensor Tensor::contiguous() const { return Tensor(UOp::make(Ops::CONTIGUOUS, dtype(), {uop()})); }
+
+}  // namespace kiln

@@ -1,0 +1,128 @@
+// Reductions: one primitive (REDUCE over axes, kept as size 1) and compositions of it.
+#include <algorithm>
+#include <numeric>
+
+#include "kiln/error.h"
+#include "tensor/tensor_impl.h"
+
+namespace kiln {
+namespace {
+
+// Sums of bools and small integers accumulate in 32 bits, as tinygrad and NumPy do.
+DType sum_dtype(DType d) {
+  if (d.is_bool()) return dtypes::int32;
+  if (d.is_unsigned() && d.itemsize() < 4) return dtypes::uint32;
+  if (d.is_int() && d.itemsize() < 4) return dtypes::int32;
+  return d;
+}
+
+}  // namespace
+
+Tensor Tensor::reduce(Ops op, std::vector<int> axes, bool keepdim) const {
+  std::vector<int64_t> norm;
+  if (axes.empty())
+    for (int64_t i = 0; i < ndim(); i++) norm.push_back(i);
+  for (int a : axes) {
+    int64_t axis = normalize_axis(a);
+    if (std::find(norm.begin(), norm.end(), axis) != norm.end()) throw_error("reduce: axis ", a, " appears twice");
+    norm.push_back(axis);
+  }
+  std::sort(norm.begin(), norm.end());
+  Tensor r = norm.empty() ? *this : Tensor(UOp::make(Ops::REDUCE, dtype(), {uop()}, ReduceArg{op, norm}));
+  if (keepdim) return r;
+  Shape out;
+  for (int64_t i = 0; i < ndim(); i++)
+    if (!std::binary_search(norm.begin(), norm.end(), i)) out.push_back(shape()[i]);
+  return r.reshape(out);
+}
+
+Tensor Tensor::sum(std::vector<int> axes, bool keepdim) const {
+  return cast(sum_dtype(dtype())).reduce(Ops::ADD, std::move(axes), keepdim);
+}
+
+Tensor Tensor::prod(std::vector<int> axes, bool keepdim) const {
+  return cast(sum_dtype(dtype())).reduce(Ops::MUL, std::move(axes), keepdim);
+}
+
+Tensor Tensor::max(std::vector<int> axes, bool keepdim) const { return reduce(Ops::MAX, std::move(axes), keepdim); }
+
+Tensor Tensor::min(std::vector<int> axes, bool keepdim) const {
+  // min(x) = -max(-x), with the negation that fits the dtype (unsigned: bitwise complement)
+  if (dtype().is_bool()) return logical_not().max(std::move(axes), keepdim).logical_not();
+  if (dtype().is_unsigned()) {
+    Tensor top = const_like(dtype().max_value());
+    Tensor m = (top - *this).max(std::move(axes), keepdim);
+    return m.const_like(dtype().max_value()) - m;
+  }
+  return neg().max(std::move(axes), keepdim).neg();
+}
+
+Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
+  Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
+  Tensor s = x.sum(axes, keepdim);
+  int64_t count = s.numel() == 0 ? 0 : numel() / s.numel();
+  return s / static_cast<double>(count);
+}
+
+Tensor Tensor::argmax(int axis, bool keepdim) const {
+  // The first index of the maximum: among positions equal to the max, the largest (n - index).
+  int a = normalize_axis(axis);
+  int64_t n = shape()[a];
+  if (n == 0) throw_error("argmax: axis ", axis, " has size 0");
+  Shape idx_shape(static_cast<size_t>(ndim()), 1);
+  idx_shape[a] = n;
+  Tensor rev = arange(static_cast<double>(n), 0, -1, dtypes::int32).reshape(idx_shape);
+  Tensor is_max = eq(max({a}, true));
+  Tensor first = is_max.where(rev, rev.const_like(0)).max({a}, keepdim);
+  return first.const_like(static_cast<double>(n)) - first;
+}
+
+Tensor Tensor::argmin(int axis, bool keepdim) const {
+  if (dtype().is_bool()) return logical_not().argmax(axis, keepdim);
+  if (dtype().is_unsigned()) return (const_like(dtype().max_value()) - *this).argmax(axis, keepdim);
+  return neg().argmax(axis, keepdim);
+}
+
+Tensor Tensor::softmax(int axis) const {
+  int a = normalize_axis(axis);
+  Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
+  Tensor e = (x - x.max({a}, true)).exp();
+  return e / e.sum({a}, true);
+}
+
+Tensor Tensor::log_softmax(int axis) const {
+  int a = normalize_axis(axis);
+  Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
+  Tensor shifted = x - x.max({a}, true);
+  return shifted - shifted.exp().sum({a}, true).log();
+}
+
+Tensor Tensor::logsumexp(int axis, bool keepdim) const {
+  int a = normalize_axis(axis);
+  Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
+  Tensor m = x.max({a}, true);
+  Tensor lse = (x - m).exp().sum({a}, true).log() + m;
+  return keepdim ? lse : lse.squeeze(a);
+}
+
+Tensor Tensor::matmul(const Tensor& o) const {
+  if (ndim() == 0 || o.ndim() == 0)
+    throw_error("matmul: both operands need at least 1 dimension, got ", shape_to_string(shape()), " and ",
+                shape_to_string(o.shape()));
+  // Vectors become matrices (and the added axis is dropped again), as NumPy does.
+  Tensor a = ndim() == 1 ? unsqueeze(0) : *this;
+  Tensor b = o.ndim() == 1 ? o.unsqueeze(1) : o;
+  int64_t k = a.shape().back(), kb = b.shape()[b.ndim() - 2];
+  if (k != kb)
+    throw_error("matmul: shapes ", shape_to_string(shape()), " and ", shape_to_string(o.shape()),
+                " do not match: inner dimensions ", k, " and ", kb, " must be equal");
+  // (..., n, k) @ (..., k, m): broadcast (..., n, 1, k) * (..., 1, m, k) and sum over k.
+  Tensor lhs = a.unsqueeze(-2);
+  Tensor rhs = b.transpose(-1, -2).unsqueeze(-3);
+  Tensor r = (lhs * rhs).sum({-1});
+  if (ndim() == 1) r = r.squeeze(-2);
+  if (o.ndim() == 1) r = r.squeeze(-1);
+  return r;
+}
+
+}  // namespace kiln

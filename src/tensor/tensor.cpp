@@ -1,0 +1,169 @@
+// Tensor core: handles, the live-tensor registry, realize and readback.
+#include "tensor/tensor_impl.h"
+
+#include <cstring>
+
+#include "engine/buffers.h"
+#include "engine/realize.h"
+#include "kiln/error.h"
+#include "kiln/ir/pattern_matcher.h"
+#include "schedule/schedule.h"
+
+namespace kiln {
+
+// ---- registry
+
+TensorRegistry& TensorRegistry::get() {
+  static TensorRegistry* r = new TensorRegistry();  // tensors may die during static teardown
+  return *r;
+}
+
+void TensorRegistry::add(const std::shared_ptr<TensorImpl>& t) {
+  std::lock_guard lock(mu_);
+  // Drop dead entries now and then so the list tracks the live set.
+  if (tensors_.size() >= 64 && (tensors_.size() & (tensors_.size() - 1)) == 0)
+    std::erase_if(tensors_, [](const auto& w) { return w.expired(); });
+  tensors_.push_back(t);
+}
+
+void TensorRegistry::apply(const std::unordered_map<const UOp*, UOpRef>& becomes) {
+  if (becomes.empty()) return;
+  std::vector<std::shared_ptr<TensorImpl>> live;
+  {
+    std::lock_guard lock(mu_);
+    std::erase_if(tensors_, [](const auto& w) { return w.expired(); });
+    for (const auto& w : tensors_)
+      if (auto t = w.lock()) live.push_back(std::move(t));
+  }
+  for (const auto& t : live) {
+    if (auto it = becomes.find(t->uop.get()); it != becomes.end()) t->uop = it->second;
+    else if (!schedule::is_buffer_view(t->uop.get())) t->uop = substitute(t->uop, becomes);
+  }
+}
+
+// ---- handles
+
+template <>
+DType dtype_of<bool>() { return dtypes::bool_; }
+template <> DType dtype_of<int8_t>() { return dtypes::int8; }
+template <> DType dtype_of<int16_t>() { return dtypes::int16; }
+template <> DType dtype_of<int32_t>() { return dtypes::int32; }
+template <> DType dtype_of<int64_t>() { return dtypes::int64; }
+template <> DType dtype_of<uint8_t>() { return dtypes::uint8; }
+template <> DType dtype_of<uint16_t>() { return dtypes::uint16; }
+template <> DType dtype_of<uint32_t>() { return dtypes::uint32; }
+template <> DType dtype_of<uint64_t>() { return dtypes::uint64; }
+template <> DType dtype_of<float>() { return dtypes::float32; }
+template <> DType dtype_of<double>() { return dtypes::float64; }
+
+Tensor::Tensor(UOpRef uop) : impl_(std::make_shared<TensorImpl>()) {
+  if (!uop || !uop->shape()) throw_error("Tensor: expected a tensor-graph UOp with a shape");
+  impl_->uop = std::move(uop);
+  TensorRegistry::get().add(impl_);
+}
+
+Tensor::Tensor(std::vector<float> values) : Tensor(from_vector(std::move(values), Shape{-1})) {}
+
+void Tensor::set_uop(UOpRef uop) const { impl_->uop = std::move(uop); }
+UOpRef Tensor::uop() const { return impl_->uop; }
+const Shape& Tensor::shape() const { return *impl_->uop->shape(); }
+DType Tensor::dtype() const { return impl_->uop->dtype; }
+int64_t Tensor::numel() const { return kiln::prod(shape()); }
+int64_t Tensor::ndim() const { return static_cast<int64_t>(shape().size()); }
+
+std::string Tensor::device() const {
+  for (const UOp* u : impl_->uop->toposort())
+    if (u->op == Ops::BUFFER) return u->arg_as<BufferArg>().device;
+  return engine::default_device();
+}
+
+Tensor tensor_from_bytes(const void* data, size_t bytes, DType dtype, Shape shape) {
+  int64_t n = kiln::prod(shape);
+  UOpRef buf = engine::new_buffer(dtype, n, engine::default_device());
+  engine::copyin(*buf, data, bytes);
+  if (shape == Shape{n}) return Tensor(buf);
+  return Tensor(UOp::make(Ops::RESHAPE, dtype, {buf}, shape));
+}
+
+template <class T>
+Tensor Tensor::from_vector(std::vector<T> values, Shape shape) {
+  const int64_t n = static_cast<int64_t>(values.size());
+  int infer = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < shape.size(); i++) {
+    if (shape[i] == -1) {
+      if (infer >= 0) throw_error("from_vector: only one dimension can be -1, got ", shape_to_string(shape));
+      infer = static_cast<int>(i);
+    } else if (shape[i] < 0) {
+      throw_error("from_vector: negative dimension in ", shape_to_string(shape));
+    } else {
+      known *= shape[i];
+    }
+  }
+  if (infer >= 0 && known != 0 && n % known == 0) shape[infer] = n / known;
+  if (kiln::prod(shape) != n)
+    throw_error("from_vector: ", n, " values do not fill shape ", shape_to_string(shape));
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<uint8_t> bytes(values.begin(), values.end());  // std::vector<bool> packs bits
+    return tensor_from_bytes(bytes.data(), bytes.size(), dtypes::bool_, shape);
+  } else {
+    return tensor_from_bytes(values.data(), values.size() * sizeof(T), dtype_of<T>(), shape);
+  }
+}
+
+// ---- execution
+
+Tensor& Tensor::realize() {
+  schedule::Schedule s = engine::realize({impl_->uop});
+  TensorRegistry::get().apply(s.becomes);
+  return *this;
+}
+
+std::vector<ScheduleItem> Tensor::schedule() const {
+  return schedule::schedule_items(schedule::create_schedule({impl_->uop}).linear);
+}
+
+template <class T>
+std::vector<T> Tensor::to_vector() const {
+  if (dtype_of<T>() != dtype())
+    throw_error("to_vector: the tensor is ", dtype().name(), " but ", dtype_of<T>().name(),
+                " was asked for; cast() it first");
+  Tensor t = *this;
+  t.realize();
+  const UOp* base = t.uop().get();
+  while (base->op == Ops::RESHAPE) base = base->src[0].get();
+  std::vector<T> out(static_cast<size_t>(numel()));
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<uint8_t> bytes(out.size());
+    engine::copyout(*base, bytes.data(), bytes.size());
+    std::copy(bytes.begin(), bytes.end(), out.begin());
+  } else {
+    engine::copyout(*base, out.data(), out.size() * sizeof(T));
+  }
+  return out;
+}
+
+template <class T>
+T Tensor::item() const {
+  if (numel() != 1) throw_error("item: expected a tensor with one element, got shape ", shape_to_string(shape()));
+  return to_vector<T>()[0];
+}
+
+#define KILN_INSTANTIATE(T)                                        \
+  template Tensor Tensor::from_vector<T>(std::vector<T>, Shape);   \
+  template std::vector<T> Tensor::to_vector<T>() const;            \
+  template T Tensor::item<T>() const;
+KILN_INSTANTIATE(bool)
+KILN_INSTANTIATE(int8_t)
+KILN_INSTANTIATE(int16_t)
+KILN_INSTANTIATE(int32_t)
+KILN_INSTANTIATE(int64_t)
+KILN_INSTANTIATE(uint8_t)
+KILN_INSTANTIATE(uint16_t)
+KILN_INSTANTIATE(uint32_t)
+KILN_INSTANTIATE(uint64_t)
+KILN_INSTANTIATE(float)
+KILN_INSTANTIATE(double)
+#undef KILN_INSTANTIATE
+
+}  // namespace kiln

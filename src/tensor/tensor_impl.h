@@ -1,0 +1,36 @@
+#pragma once
+// What a Tensor handle points at, and the registry of live tensors that realize() updates.
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "kiln/tensor.h"
+
+namespace kiln {
+
+struct TensorImpl {
+  UOpRef uop;
+  bool requires_grad = false;
+  std::optional<Tensor> grad;
+};
+
+// Every live tensor, so that realizing one makes all tensors sharing its computation use the
+// result (tinygrad's all_tensors).
+class TensorRegistry {
+ public:
+  static TensorRegistry& get();
+  void add(const std::shared_ptr<TensorImpl>& t);
+  // Points every live tensor whose graph contains a replaced node at the replacement.
+  void apply(const std::unordered_map<const UOp*, UOpRef>& becomes);
+
+ private:
+  std::mutex mu_;
+  std::vector<std::weak_ptr<TensorImpl>> tensors_;
+};
+
+// Host data → a new buffer on the default device, as a tensor of `shape`.
+Tensor tensor_from_bytes(const void* data, size_t bytes, DType dtype, Shape shape);
+
+}  // namespace kiln

@@ -1,0 +1,312 @@
+// Tests for the runtime layer: hashing, the thread pool, CPU memory, compiling and launching
+// kernels, the compile cache and the device registry.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kiln/error.h"
+#include "runtime/cc_compiler.h"
+#include "runtime/cpu_allocator.h"
+#include "runtime/device.h"
+#include "support/env.h"
+#include "support/hash.h"
+#include "support/thread_pool.h"
+
+// Under AddressSanitizer, let the out-of-memory test see aligned_alloc return null (as it does
+// in normal builds) instead of ASan aborting the process. Unused in other builds.
+extern "C" __attribute__((used)) const char* __asan_default_options() { return "allocator_may_return_null=1"; }
+
+namespace kiln::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh folder for KILN_CACHE, removed afterwards, so cache behaviour is known.
+struct TempCache {
+  fs::path dir;
+  env::ScopedEnv env;
+  TempCache() : dir(make_dir()), env("KILN_CACHE", dir.string()) {}
+  ~TempCache() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  static fs::path make_dir() {
+    std::string pattern = (fs::temp_directory_path() / "kiln-test-XXXXXX").string();
+    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+    return pattern;
+  }
+  std::vector<std::string> files() const {
+    std::vector<std::string> names;
+    for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+      if (entry.is_regular_file()) names.push_back(entry.path().filename().string());
+    }
+    return names;
+  }
+};
+
+std::string error_message(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected kiln::Error";
+  return "";
+}
+
+// out[i] = a[i] * a[i] + 1 for i < vals[0], the range split into 4 parts by core_id.
+const char* kSquareKernel = R"(
+void k(void** bufs, const long long* vals, int core_id) {
+  float* out = (float*)bufs[0];
+  const float* a = (const float*)bufs[1];
+  int n = (int)vals[0];
+  int chunk = (n + 3) / 4;
+  int start = core_id * chunk;
+  int end = start + chunk < n ? start + chunk : n;
+  for (int i = start; i < end; i++) out[i] = a[i] * a[i] + 1.0f;
+}
+)";
+
+TEST(Hash, Sha256KnownVectors) {
+  EXPECT_EQ(content_hash(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(content_hash("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  // 56 bytes: the padding spills into a second block.
+  EXPECT_EQ(content_hash("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(content_hash(std::string(1000000, 'a')),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  EXPECT_EQ(content_hash(std::string_view("a\0b", 3)).size(), 64u);
+  EXPECT_NE(content_hash(std::string_view("a\0b", 3)), content_hash("a"));
+}
+
+TEST(ThreadPool, RunsEveryTaskExactlyOnce) {
+  ThreadPool pools[] = {ThreadPool(1), ThreadPool(4)};
+  for (ThreadPool* pool : {&pools[0], &pools[1], &ThreadPool::global()}) {
+    for (int n : {0, 1, 7, 1000}) {
+      std::vector<std::atomic<int>> counts(n);
+      pool->run(n, [&](int task) { counts[task]++; });
+      for (int i = 0; i < n; ++i) ASSERT_EQ(counts[i].load(), 1) << "task " << i << " of " << n;
+    }
+  }
+  EXPECT_EQ(pools[1].size(), 4);
+  EXPECT_GE(ThreadPool::global().size(), 1);
+}
+
+TEST(ThreadPool, RethrowsTaskException) {
+  ThreadPool pool(4);
+  EXPECT_THROW(pool.run(100, [](int task) {
+    if (task == 37) throw std::runtime_error("task 37 failed");
+  }),
+               std::runtime_error);
+  EXPECT_THROW(pool.run(1, [](int) { throw Error("inline"); }), Error);
+  // Still usable afterwards.
+  std::atomic<int> sum{0};
+  pool.run(10, [&](int task) { sum += task; });
+  EXPECT_EQ(sum.load(), 45);
+}
+
+TEST(ThreadPool, NestedRunRunsInline) {
+  ThreadPool pool(3);
+  std::atomic<int> count{0};
+  pool.run(4, [&](int) { pool.run(5, [&](int) { count++; }); });
+  EXPECT_EQ(count.load(), 20);
+}
+
+TEST(ThreadPool, ConcurrentCallersAreSerialized) {
+  ThreadPool pool(3);
+  std::atomic<int> count{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 4; ++c) {
+    callers.emplace_back([&] {
+      for (int rep = 0; rep < 50; ++rep) pool.run(8, [&](int) { count++; });
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(count.load(), 4 * 50 * 8);
+}
+
+TEST(CpuAllocator, AlignmentRoundTripAndSizeZero) {
+  CpuAllocator alloc;
+  int64_t before = cpu_bytes_in_use();
+  void* p = alloc.alloc(1000);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+  EXPECT_EQ(cpu_bytes_in_use(), before + 1000);
+
+  std::vector<unsigned char> in(1000), out(1000, 0);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<unsigned char>(i * 7);
+  alloc.copyin(p, in.data(), in.size());
+  alloc.copyout(out.data(), p, out.size());
+  EXPECT_EQ(in, out);
+
+  void* z1 = alloc.alloc(0);
+  void* z2 = alloc.alloc(0);
+  EXPECT_NE(z1, nullptr);
+  EXPECT_NE(z1, z2);
+  alloc.copyin(z1, nullptr, 0);
+  alloc.copyout(nullptr, z1, 0);
+  alloc.free(z1, 0);
+  alloc.free(z2, 0);
+  alloc.free(p, 1000);
+  EXPECT_EQ(cpu_bytes_in_use(), before);
+}
+
+TEST(CpuAllocator, OutOfMemoryIsAnError) {
+  CpuAllocator alloc;
+  std::string msg = error_message([&] { alloc.alloc(size_t(1) << 62); });
+  EXPECT_NE(msg.find("out of memory"), std::string::npos) << msg;
+}
+
+TEST(CpuDevice, CompilesAndLaunchesKernel) {
+  TempCache cache;
+  Device& cpu = get_device("CPU");
+  EXPECT_EQ(cpu.name(), "CPU");
+  EXPECT_GE(cpu.max_threads(), 1);
+
+  const int n = 1003;
+  std::vector<float> a(n), out(n, -1.0f);
+  for (int i = 0; i < n; ++i) a[i] = 0.25f * float(i) - 50.0f;
+  Allocator& mem = cpu.allocator();
+  void* out_buf = mem.alloc(n * sizeof(float));
+  void* a_buf = mem.alloc(n * sizeof(float));
+  mem.copyin(a_buf, a.data(), n * sizeof(float));
+
+  std::unique_ptr<Program> program = cpu.load(cpu.compiler().compile(kSquareKernel), "k");
+  double seconds = program->launch({out_buf, a_buf}, {n}, 4, true);
+  EXPECT_GE(seconds, 0.0);
+  mem.copyout(out.data(), out_buf, n * sizeof(float));
+  for (int i = 0; i < n; ++i) ASSERT_FLOAT_EQ(out[i], a[i] * a[i] + 1.0f) << "at " << i;
+
+  mem.free(out_buf, n * sizeof(float));
+  mem.free(a_buf, n * sizeof(float));
+}
+
+TEST(CpuDevice, GlobalSizeZeroRunsOnce) {
+  TempCache cache;
+  Device& cpu = get_device("CPU");
+  auto program = cpu.load(cpu.compiler().compile(
+                              "void count(void** bufs, const long long* vals, int core_id) { ((int*)bufs[0])[0] += 1; }"),
+                          "count");
+  int calls = 0;
+  program->launch({&calls}, {}, 0, true);
+  EXPECT_EQ(calls, 1);
+}
+
+TEST(CpuDevice, MissingFunctionIsAnError) {
+  TempCache cache;
+  Device& cpu = get_device("CPU");
+  std::string binary = cpu.compiler().compile(kSquareKernel);
+  std::string msg = error_message([&] { cpu.load(binary, "not_there"); });
+  EXPECT_NE(msg.find("not_there"), std::string::npos) << msg;
+}
+
+TEST(CcCompiler, SecondCompileIsCacheHit) {
+  TempCache cache;
+  CcCompiler cc;
+  CompileStats before = compile_stats();
+  std::string first = cc.compile(kSquareKernel);
+  EXPECT_EQ(compile_stats().compiled, before.compiled + 1);
+  EXPECT_EQ(compile_stats().cache_hits, before.cache_hits);
+  EXPECT_EQ(fs::path(first).parent_path(), cache.dir / "cpu");
+
+  std::string second = cc.compile(kSquareKernel);
+  EXPECT_EQ(second, first);
+  EXPECT_EQ(compile_stats().compiled, before.compiled + 1);
+  EXPECT_EQ(compile_stats().cache_hits, before.cache_hits + 1);
+  // Only the finished binary is left: no temporary source or half-written files.
+  EXPECT_EQ(cache.files(), std::vector<std::string>{fs::path(first).filename().string()});
+}
+
+TEST(CcCompiler, ConcurrentCompilesOfOneSourceAgree) {
+  TempCache cache;
+  CcCompiler cc;
+  std::vector<std::string> paths(4);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) threads.emplace_back([&, i] { paths[i] = cc.compile(kSquareKernel); });
+  for (std::thread& t : threads) t.join();
+  for (const std::string& p : paths) EXPECT_EQ(p, paths[0]);
+  EXPECT_EQ(cache.files().size(), 1u);
+}
+
+TEST(CcCompiler, SyntaxErrorReportsCompilerOutput) {
+  TempCache cache;
+  CcCompiler cc;
+  std::string msg = error_message([&] { cc.compile("void k(void** bufs) {\n  int x = ;\n}\n"); });
+  EXPECT_NE(msg.find("error"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("expected expression"), std::string::npos) << msg;  // gcc and clang both say this
+  EXPECT_NE(msg.find("2 |   int x = ;"), std::string::npos) << msg;    // numbered source
+  EXPECT_TRUE(cache.files().empty());
+}
+
+TEST(CcCompiler, HonoursCC) {
+  TempCache cache;
+  {
+    env::ScopedEnv cc_env("CC", "gcc");
+    EXPECT_NE(CcCompiler().name().find("gcc"), std::string::npos);
+    EXPECT_FALSE(CcCompiler().compile(kSquareKernel).empty());
+  }
+  env::ScopedEnv cc_env("CC", "no-such-compiler-kiln");
+  std::string msg = error_message([] { CcCompiler().compile(kSquareKernel); });
+  EXPECT_NE(msg.find("no-such-compiler-kiln"), std::string::npos) << msg;
+}
+
+TEST(DeviceRegistry, UnknownDeviceListsRegistered) {
+  std::string msg = error_message([] { get_device("NOPE"); });
+  EXPECT_NE(msg.find("NOPE"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("CPU"), std::string::npos) << msg;
+}
+
+TEST(DeviceRegistry, NamesAreCaseInsensitiveAndIgnoreIndex) {
+  EXPECT_EQ(&get_device("cpu"), &get_device("CPU"));
+  EXPECT_EQ(&get_device("cpu:0"), &get_device("CPU"));
+  std::vector<std::string> names = device_names();
+  EXPECT_NE(std::find(names.begin(), names.end(), "CPU"), names.end());
+}
+
+TEST(DeviceRegistry, CreatesRegisteredDeviceOnce) {
+  struct FakeDevice : Device {
+    explicit FakeDevice(std::string name) : Device(std::move(name)) {}
+    Allocator& allocator() override { return get_device("CPU").allocator(); }
+    Compiler& compiler() override { return get_device("CPU").compiler(); }
+    std::unique_ptr<Program> load(const std::string&, const std::string&) override { return nullptr; }
+  };
+  // A new name per run, so --gtest_repeat works with the process-wide registry.
+  static int run = 0;
+  std::string name = "FAKE" + std::to_string(run++);
+  auto created = std::make_shared<int>(0);
+  // Negative priority, so the default device stays CPU for the other tests.
+  register_device("fake" + name.substr(4), [=] { ++*created; return std::make_unique<FakeDevice>(name); }, -1);
+  EXPECT_EQ(*created, 0);
+  Device& fake = get_device(name + ":1");
+  EXPECT_EQ(&get_device(name), &fake);
+  EXPECT_EQ(*created, 1);
+  EXPECT_EQ(fake.name(), name);
+  EXPECT_EQ(fake.max_threads(), 1);
+  fake.synchronize();
+}
+
+TEST(DeviceRegistry, DefaultDeviceAndDevOverride) {
+  {
+    env::ScopedEnv dev("DEV", "");  // empty counts as unset
+    EXPECT_EQ(default_device(), "CPU");
+  }
+  {
+    env::ScopedEnv dev("DEV", "cpu");
+    EXPECT_EQ(default_device(), "CPU");
+  }
+  env::ScopedEnv dev("DEV", "TPU");
+  std::string msg = error_message([] { default_device(); });
+  EXPECT_NE(msg.find("TPU"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("CPU"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace kiln::runtime
