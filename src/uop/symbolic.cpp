@@ -851,7 +851,6 @@ UOpRef fold_divmod(const UOpRef& d) {
     nx.add(x, -1);
     return mk(Ops::MUL, mk(d->op, nx.build(), y), iconst(dt, -1));
   }
-  if (x->vmin() < 0) return {};
   for (auto rule : {&DivMod::congruence, &DivMod::merge_div_const, &DivMod::split_remainder,
                     &DivMod::remove_inner_mod, &DivMod::nest_by_factor})
     if (UOpRef r = (dm.*rule)()) return r;
