@@ -179,8 +179,10 @@ inline Shape reduced_shape(const Shape& s, const std::vector<int>& axes, bool ke
   std::vector<bool> mask = reduced_mask(s, axes);
   Shape out;
   for (size_t i = 0; i < s.size(); i++) {
-    if (!mask[i]) out.push_back(s[i]);
-    else if (keepdim) out.push_back(1);
+    if (!mask[i])
+      out.push_back(s[i]);
+    else if (keepdim)
+      out.push_back(1);
   }
   return out;
 }
@@ -251,8 +253,10 @@ inline NdArray argmin(const NdArray& a, int axis, bool keepdim = false) {
 inline NdArray reshape(const NdArray& a, Shape s) {
   int64_t known = 1, infer = -1;
   for (size_t i = 0; i < s.size(); i++) {
-    if (s[i] == -1) infer = static_cast<int64_t>(i);
-    else known *= s[i];
+    if (s[i] == -1)
+      infer = static_cast<int64_t>(i);
+    else
+      known *= s[i];
   }
   if (infer >= 0) s[infer] = known == 0 ? 0 : a.size() / known;
   return NdArray(s, a.data);
@@ -351,9 +355,9 @@ inline NdArray log_softmax(const NdArray& a, int axis) {
   int ax = norm_axis(axis, a.ndim());
   NdArray mx = expand(max(a, {ax}, true), a.shape);
   NdArray shifted = zip(a, mx, [](double x, double m) { return x - m; });
-  NdArray lse = expand(map(sum(map(shifted, [](double v) { return std::exp(v); }), {ax}, true),
-                           [](double v) { return std::log(v); }),
-                       a.shape);
+  NdArray lse = expand(
+      map(sum(map(shifted, [](double v) { return std::exp(v); }), {ax}, true), [](double v) { return std::log(v); }),
+      a.shape);
   return zip(shifted, lse, [](double x, double l) { return x - l; });
 }
 
@@ -426,8 +430,8 @@ template <class T>
 ::testing::AssertionResult expect_close(const std::vector<T>& got, const NdArray& want, double rtol = 1e-4,
                                         double atol = 1e-5) {
   if (static_cast<int64_t>(got.size()) != want.size())
-    return ::testing::AssertionFailure() << "size mismatch: got " << got.size() << " values, expected "
-                                         << want.size() << " (shape " << shape_str(want.shape) << ")";
+    return ::testing::AssertionFailure() << "size mismatch: got " << got.size() << " values, expected " << want.size()
+                                         << " (shape " << shape_str(want.shape) << ")";
   int64_t bad = 0, first = -1;
   for (int64_t i = 0; i < want.size(); i++) {
     double g = static_cast<double>(got[i]);
@@ -440,14 +444,14 @@ template <class T>
   std::ostringstream os;
   os.precision(10);
   os << bad << " of " << want.size() << " values differ (rtol " << rtol << ", atol " << atol << "); first at flat "
-     << first << " index " << index_str(unravel(first, want.shape)) << " of shape " << shape_str(want.shape)
-     << ": got " << static_cast<double>(got[first]) << ", expected " << want.data[first];
+     << first << " index " << index_str(unravel(first, want.shape)) << " of shape " << shape_str(want.shape) << ": got "
+     << static_cast<double>(got[first]) << ", expected " << want.data[first];
   return ::testing::AssertionFailure() << os.str();
 }
 
 template <class T>
-::testing::AssertionResult expect_close(const std::vector<T>& got, const std::vector<double>& want,
-                                        double rtol = 1e-4, double atol = 1e-5) {
+::testing::AssertionResult expect_close(const std::vector<T>& got, const std::vector<double>& want, double rtol = 1e-4,
+                                        double atol = 1e-5) {
   return expect_close(got, NdArray(Shape{static_cast<int64_t>(want.size())}, want), rtol, atol);
 }
 
@@ -472,11 +476,16 @@ struct Tol {
 
 inline Tol tol_for(DType dt) {
   switch (dt.scalar) {
-    case kiln::ScalarType::Float16: return {1e-3, 1e-3};
-    case kiln::ScalarType::BFloat16: return {1e-2, 1e-2};
-    case kiln::ScalarType::Float32: return {1e-4, 1e-5};
-    case kiln::ScalarType::Float64: return {1e-10, 1e-12};
-    default: return {0, 0};
+    case kiln::ScalarType::Float16:
+      return {1e-3, 1e-3};
+    case kiln::ScalarType::BFloat16:
+      return {1e-2, 1e-2};
+    case kiln::ScalarType::Float32:
+      return {1e-4, 1e-5};
+    case kiln::ScalarType::Float64:
+      return {1e-10, 1e-12};
+    default:
+      return {0, 0};
   }
 }
 
@@ -488,17 +497,28 @@ inline double wrap(double v, DType dt) {
     return static_cast<double>(static_cast<T>(static_cast<int64_t>(v)));
   };
   switch (dt.scalar) {
-    case kiln::ScalarType::Bool: return v != 0 ? 1 : 0;
-    case kiln::ScalarType::Int8: return via(int8_t{});
-    case kiln::ScalarType::Int16: return via(int16_t{});
-    case kiln::ScalarType::Int32: return via(int32_t{});
-    case kiln::ScalarType::Int64: return via(int64_t{});
-    case kiln::ScalarType::UInt8: return via(uint8_t{});
-    case kiln::ScalarType::UInt16: return via(uint16_t{});
-    case kiln::ScalarType::UInt32: return via(uint32_t{});
-    case kiln::ScalarType::UInt64: return via(uint64_t{});
-    case kiln::ScalarType::Float32: return static_cast<double>(static_cast<float>(v));
-    default: return v;
+    case kiln::ScalarType::Bool:
+      return v != 0 ? 1 : 0;
+    case kiln::ScalarType::Int8:
+      return via(int8_t{});
+    case kiln::ScalarType::Int16:
+      return via(int16_t{});
+    case kiln::ScalarType::Int32:
+      return via(int32_t{});
+    case kiln::ScalarType::Int64:
+      return via(int64_t{});
+    case kiln::ScalarType::UInt8:
+      return via(uint8_t{});
+    case kiln::ScalarType::UInt16:
+      return via(uint16_t{});
+    case kiln::ScalarType::UInt32:
+      return via(uint32_t{});
+    case kiln::ScalarType::UInt64:
+      return via(uint64_t{});
+    case kiln::ScalarType::Float32:
+      return static_cast<double>(static_cast<float>(v));
+    default:
+      return v;
   }
 }
 
@@ -511,9 +531,12 @@ std::vector<T> converted(const std::vector<double>& v) {
   std::vector<T> out;
   out.reserve(v.size());
   for (double x : v) {
-    if constexpr (std::is_same_v<T, bool>) out.push_back(x != 0);
-    else if constexpr (std::is_integral_v<T>) out.push_back(static_cast<T>(static_cast<int64_t>(x)));
-    else out.push_back(static_cast<T>(x));
+    if constexpr (std::is_same_v<T, bool>)
+      out.push_back(x != 0);
+    else if constexpr (std::is_integral_v<T>)
+      out.push_back(static_cast<T>(static_cast<int64_t>(x)));
+    else
+      out.push_back(static_cast<T>(x));
   }
   return out;
 }
@@ -523,20 +546,33 @@ std::vector<T> converted(const std::vector<double>& v) {
 inline Tensor make(const NdArray& a, DType dt = kiln::dtypes::float32) {
   const auto& d = a.data;
   switch (dt.scalar) {
-    case kiln::ScalarType::Bool: return Tensor::from_vector<bool>(converted<bool>(d), a.shape);
-    case kiln::ScalarType::Int8: return Tensor::from_vector<int8_t>(converted<int8_t>(d), a.shape);
-    case kiln::ScalarType::Int16: return Tensor::from_vector<int16_t>(converted<int16_t>(d), a.shape);
-    case kiln::ScalarType::Int32: return Tensor::from_vector<int32_t>(converted<int32_t>(d), a.shape);
-    case kiln::ScalarType::Int64: return Tensor::from_vector<int64_t>(converted<int64_t>(d), a.shape);
-    case kiln::ScalarType::UInt8: return Tensor::from_vector<uint8_t>(converted<uint8_t>(d), a.shape);
-    case kiln::ScalarType::UInt16: return Tensor::from_vector<uint16_t>(converted<uint16_t>(d), a.shape);
-    case kiln::ScalarType::UInt32: return Tensor::from_vector<uint32_t>(converted<uint32_t>(d), a.shape);
-    case kiln::ScalarType::UInt64: return Tensor::from_vector<uint64_t>(converted<uint64_t>(d), a.shape);
+    case kiln::ScalarType::Bool:
+      return Tensor::from_vector<bool>(converted<bool>(d), a.shape);
+    case kiln::ScalarType::Int8:
+      return Tensor::from_vector<int8_t>(converted<int8_t>(d), a.shape);
+    case kiln::ScalarType::Int16:
+      return Tensor::from_vector<int16_t>(converted<int16_t>(d), a.shape);
+    case kiln::ScalarType::Int32:
+      return Tensor::from_vector<int32_t>(converted<int32_t>(d), a.shape);
+    case kiln::ScalarType::Int64:
+      return Tensor::from_vector<int64_t>(converted<int64_t>(d), a.shape);
+    case kiln::ScalarType::UInt8:
+      return Tensor::from_vector<uint8_t>(converted<uint8_t>(d), a.shape);
+    case kiln::ScalarType::UInt16:
+      return Tensor::from_vector<uint16_t>(converted<uint16_t>(d), a.shape);
+    case kiln::ScalarType::UInt32:
+      return Tensor::from_vector<uint32_t>(converted<uint32_t>(d), a.shape);
+    case kiln::ScalarType::UInt64:
+      return Tensor::from_vector<uint64_t>(converted<uint64_t>(d), a.shape);
     case kiln::ScalarType::Float16:
-    case kiln::ScalarType::BFloat16: return Tensor::from_vector<float>(converted<float>(d), a.shape).cast(dt);
-    case kiln::ScalarType::Float32: return Tensor::from_vector<float>(converted<float>(d), a.shape);
-    case kiln::ScalarType::Float64: return Tensor::from_vector<double>(converted<double>(d), a.shape);
-    default: throw std::invalid_argument("kt::make: unsupported dtype " + dt.name());
+    case kiln::ScalarType::BFloat16:
+      return Tensor::from_vector<float>(converted<float>(d), a.shape).cast(dt);
+    case kiln::ScalarType::Float32:
+      return Tensor::from_vector<float>(converted<float>(d), a.shape);
+    case kiln::ScalarType::Float64:
+      return Tensor::from_vector<double>(converted<double>(d), a.shape);
+    default:
+      throw std::invalid_argument("kt::make: unsupported dtype " + dt.name());
   }
 }
 
@@ -552,20 +588,33 @@ std::vector<double> as_doubles(const std::vector<T>& v) {
 // (float16/bfloat16 are cast to float32 first).
 inline std::vector<double> read(const Tensor& t) {
   switch (t.dtype().scalar) {
-    case kiln::ScalarType::Bool: return as_doubles(t.to_vector<bool>());
-    case kiln::ScalarType::Int8: return as_doubles(t.to_vector<int8_t>());
-    case kiln::ScalarType::Int16: return as_doubles(t.to_vector<int16_t>());
-    case kiln::ScalarType::Int32: return as_doubles(t.to_vector<int32_t>());
-    case kiln::ScalarType::Int64: return as_doubles(t.to_vector<int64_t>());
-    case kiln::ScalarType::UInt8: return as_doubles(t.to_vector<uint8_t>());
-    case kiln::ScalarType::UInt16: return as_doubles(t.to_vector<uint16_t>());
-    case kiln::ScalarType::UInt32: return as_doubles(t.to_vector<uint32_t>());
-    case kiln::ScalarType::UInt64: return as_doubles(t.to_vector<uint64_t>());
+    case kiln::ScalarType::Bool:
+      return as_doubles(t.to_vector<bool>());
+    case kiln::ScalarType::Int8:
+      return as_doubles(t.to_vector<int8_t>());
+    case kiln::ScalarType::Int16:
+      return as_doubles(t.to_vector<int16_t>());
+    case kiln::ScalarType::Int32:
+      return as_doubles(t.to_vector<int32_t>());
+    case kiln::ScalarType::Int64:
+      return as_doubles(t.to_vector<int64_t>());
+    case kiln::ScalarType::UInt8:
+      return as_doubles(t.to_vector<uint8_t>());
+    case kiln::ScalarType::UInt16:
+      return as_doubles(t.to_vector<uint16_t>());
+    case kiln::ScalarType::UInt32:
+      return as_doubles(t.to_vector<uint32_t>());
+    case kiln::ScalarType::UInt64:
+      return as_doubles(t.to_vector<uint64_t>());
     case kiln::ScalarType::Float16:
-    case kiln::ScalarType::BFloat16: return as_doubles(t.cast(kiln::dtypes::float32).to_vector<float>());
-    case kiln::ScalarType::Float32: return as_doubles(t.to_vector<float>());
-    case kiln::ScalarType::Float64: return as_doubles(t.to_vector<double>());
-    default: throw std::invalid_argument("kt::read: unsupported dtype " + t.dtype().name());
+    case kiln::ScalarType::BFloat16:
+      return as_doubles(t.cast(kiln::dtypes::float32).to_vector<float>());
+    case kiln::ScalarType::Float32:
+      return as_doubles(t.to_vector<float>());
+    case kiln::ScalarType::Float64:
+      return as_doubles(t.to_vector<double>());
+    default:
+      throw std::invalid_argument("kt::read: unsupported dtype " + t.dtype().name());
   }
 }
 

@@ -30,9 +30,8 @@ const std::vector<Shape> kOpShapes = {{}, {3, 7, 13}, {0}, {4, 0, 3}};
 
 // Pairs of shapes that broadcast (NumPy rules), including scalars on either side and empty results.
 const std::vector<std::pair<Shape, Shape>> kAllPairs = {
-    {{3, 1, 5}, {4, 1}}, {{4, 1}, {3, 1, 5}}, {{}, {7}},      {{7}, {}},         {{}, {}},
-    {{13, 1}, {1, 31}},  {{1}, {1}},          {{2, 3}, {2, 3}}, {{1, 1, 1}, {97}}, {{0, 3}, {1, 3}},
-    {{4, 1}, {4, 0}},
+    {{3, 1, 5}, {4, 1}}, {{4, 1}, {3, 1, 5}}, {{}, {7}},         {{7}, {}},        {{}, {}},         {{13, 1}, {1, 31}},
+    {{1}, {1}},          {{2, 3}, {2, 3}},    {{1, 1, 1}, {97}}, {{0, 3}, {1, 3}}, {{4, 1}, {4, 0}},
 };
 const std::vector<std::pair<Shape, Shape>> kOpPairs = {{{3, 1, 5}, {4, 1}}, {{}, {7}}, {{0, 3}, {1, 3}}};
 
@@ -70,10 +69,10 @@ class CreationPerDtype : public ::testing::TestWithParam<DType> {};
 
 TEST_P(CreationPerDtype, FromVectorRoundTrips) {
   DType dt = GetParam();
-  NdArray a = dt.is_bool() ? ref::random_int({2, 3}, 1, 0, 1)
+  NdArray a = dt.is_bool()       ? ref::random_int({2, 3}, 1, 0, 1)
               : dt.is_unsigned() ? ref::random_int({2, 3}, 1, 0, 100)
-              : dt.is_int() ? ref::random_int({2, 3}, 1, -100, 100)
-                            : ref::random_grid({2, 3}, 1, -8, 8, 0.25);
+              : dt.is_int()      ? ref::random_int({2, 3}, 1, -100, 100)
+                                 : ref::random_grid({2, 3}, 1, -8, 8, 0.25);
   Tensor t = kt::make(a, dt);
   EXPECT_EQ(t.dtype(), dt);
   EXPECT_EQ(t.shape(), (Shape{2, 3}));
@@ -279,7 +278,8 @@ const std::vector<UnaryCase>& unary_cases() {
       {"exp", true, [](const Tensor& t) { return t.exp(); }, [](double x) { return std::exp(x); }, uniform(-5, 5)},
       {"exp2", false, [](const Tensor& t) { return t.exp2(); }, [](double x) { return std::exp2(x); }, uniform(-5, 5)},
       {"log", false, [](const Tensor& t) { return t.log(); }, [](double x) { return std::log(x); }, uniform(0.01, 10)},
-      {"log2", false, [](const Tensor& t) { return t.log2(); }, [](double x) { return std::log2(x); }, uniform(0.01, 10)},
+      {"log2", false, [](const Tensor& t) { return t.log2(); }, [](double x) { return std::log2(x); },
+       uniform(0.01, 10)},
       {"sqrt", true, [](const Tensor& t) { return t.sqrt(); }, [](double x) { return std::sqrt(x); }, uniform(0, 10)},
       {"rsqrt", false, [](const Tensor& t) { return t.rsqrt(); }, [](double x) { return 1 / std::sqrt(x); },
        uniform(0.1, 10)},
@@ -293,8 +293,10 @@ const std::vector<UnaryCase>& unary_cases() {
       {"square", false, [](const Tensor& t) { return t.square(); }, [](double x) { return x * x; }, uniform(-3, 3)},
       {"sign", false, [](const Tensor& t) { return t.sign(); }, [](double x) { return double((x > 0) - (x < 0)); },
        uniform(-3, 3)},
-      {"trunc", false, [](const Tensor& t) { return t.trunc(); }, [](double x) { return std::trunc(x); }, uniform(-5, 5)},
-      {"floor", false, [](const Tensor& t) { return t.floor(); }, [](double x) { return std::floor(x); }, uniform(-5, 5)},
+      {"trunc", false, [](const Tensor& t) { return t.trunc(); }, [](double x) { return std::trunc(x); },
+       uniform(-5, 5)},
+      {"floor", false, [](const Tensor& t) { return t.floor(); }, [](double x) { return std::floor(x); },
+       uniform(-5, 5)},
       {"ceil", false, [](const Tensor& t) { return t.ceil(); }, [](double x) { return std::ceil(x); }, uniform(-5, 5)},
       {"clip", false, [](const Tensor& t) { return t.clip(-0.5, 1.25); },
        [](double x) { return std::min(1.25, std::max(-0.5, x)); }, uniform(-3, 3)},
@@ -331,8 +333,8 @@ TEST(UnaryValues, SpecialValues) {
   Tensor x(std::vector<float>{0.0f, 1.0f, -1.0f, 4.0f});
   EXPECT_TRUE(kt::matches(x.exp(), NdArray({4}, {1, std::exp(1.0), std::exp(-1.0), std::exp(4.0)})));
   EXPECT_TRUE(kt::matches(x.relu(), NdArray({4}, {0, 1, 0, 4})));
-  EXPECT_TRUE(kt::matches(x.sigmoid(), NdArray({4}, {0.5, 1 / (1 + std::exp(-1.0)), 1 / (1 + std::exp(1.0)),
-                                                     1 / (1 + std::exp(-4.0))})));
+  EXPECT_TRUE(kt::matches(
+      x.sigmoid(), NdArray({4}, {0.5, 1 / (1 + std::exp(-1.0)), 1 / (1 + std::exp(1.0)), 1 / (1 + std::exp(-4.0))})));
   // log(0) = -inf, sqrt(4) exact, reciprocal(0) = +inf
   Tensor z(std::vector<float>{0.0f});
   EXPECT_EQ(z.log().item<float>(), -INFINITY);
@@ -650,8 +652,7 @@ TEST_P(DtypeArith, UnaryFloatOps) {
   EXPECT_TRUE(kt::matches(t.sigmoid(), ref::map(x, [](double v) { return 1 / (1 + std::exp(-v)); }), tol));
 }
 
-INSTANTIATE_TEST_SUITE_P(NumericDtypes, DtypeArith, ::testing::ValuesIn(kt::numeric_dtypes()),
-                         kt::dtype_param_name);
+INSTANTIATE_TEST_SUITE_P(NumericDtypes, DtypeArith, ::testing::ValuesIn(kt::numeric_dtypes()), kt::dtype_param_name);
 
 // Integer overflow wraps modulo 2^bits, as C++ conversions do.
 TEST(Wraparound, SmallIntegerOverflow) {
@@ -678,6 +679,30 @@ TEST(Wraparound, Int32AndInt64Overflow) {
   EXPECT_EQ((i32 + 1).to_vector<int32_t>(), (std::vector<int32_t>{-2147483647 - 1, -2147483647}));
   Tensor i64 = Tensor::from_vector<int64_t>({int64_t{1} << 40, -(int64_t{1} << 40)}, {2});
   EXPECT_EQ((i64 * 1024).to_vector<int64_t>(), (std::vector<int64_t>{int64_t{1} << 50, -(int64_t{1} << 50)}));
+}
+
+// Integer kernels must stay in integer arithmetic: values beyond 2^31 (unsigned) and 2^53 (64-bit)
+// survive elementwise ops, comparisons and max/min exactly.
+TEST(LargeIntegers, StayExact) {
+  Tensor u32 = Tensor::from_vector<uint32_t>({4000000000u, 1, 2147483648u}, {3});
+  EXPECT_EQ(u32.max().item<uint32_t>(), 4000000000u);
+  EXPECT_EQ(u32.min().item<uint32_t>(), 1u);
+  EXPECT_EQ(u32.gt(u32.ones_like()).to_vector<bool>(), (std::vector<bool>{true, false, true}));
+  EXPECT_EQ((u32 + u32.ones_like()).to_vector<uint32_t>(), (std::vector<uint32_t>{4000000001u, 2, 2147483649u}));
+  const uint64_t big = (uint64_t{1} << 63) + 5;
+  Tensor u64 = Tensor::from_vector<uint64_t>({big, 3, 7}, {3});
+  EXPECT_EQ(u64.max().item<uint64_t>(), big);
+  EXPECT_EQ(u64.min().item<uint64_t>(), 3u);
+  EXPECT_EQ(u64.argmax(0).item<int32_t>(), 0);
+  EXPECT_EQ((u64 + u64).to_vector<uint64_t>(), (std::vector<uint64_t>{10, 6, 14}));  // 2^64 + 10 wraps
+  const int64_t odd = (int64_t{1} << 60) + 1;  // not representable in a double
+  Tensor i64 = Tensor::from_vector<int64_t>({odd, -odd}, {2});
+  Tensor one = Tensor::from_vector<int64_t>({1, 1}, {2});
+  EXPECT_EQ((i64 + one).to_vector<int64_t>(), (std::vector<int64_t>{odd + 1, -odd + 1}));
+  EXPECT_EQ(i64.max().item<int64_t>(), odd);
+  EXPECT_EQ(i64.min().item<int64_t>(), -odd);
+  EXPECT_EQ(i64.sum().item<int64_t>(), 0);
+  EXPECT_EQ(i64.eq(i64 + one - one).to_vector<bool>(), (std::vector<bool>{true, true}));
 }
 
 // ============================================================================ dtype promotion

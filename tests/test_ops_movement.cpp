@@ -196,9 +196,9 @@ TEST(Flatten, SqueezeUnsqueeze) {
 TEST(Chains, PermuteReshapeShrinkFlipPad) {
   Pair x = distinct({3, 7, 13});
   Tensor t = x.t.permute({2, 0, 1}).reshape({13, 21}).shrink({{2, 11}, {4, 20}}).flip({0}).pad({{1, 2}, {3, 0}});
-  NdArray r = ref::pad(
-      ref::flip(ref::shrink(ref::reshape(ref::permute(x.ref, {2, 0, 1}), {13, 21}), {{2, 11}, {4, 20}}), {0}),
-      {{1, 2}, {3, 0}});
+  NdArray r =
+      ref::pad(ref::flip(ref::shrink(ref::reshape(ref::permute(x.ref, {2, 0, 1}), {13, 21}), {{2, 11}, {4, 20}}), {0}),
+               {{1, 2}, {3, 0}});
   EXPECT_EQ(t.shape(), (Shape{12, 19}));
   EXPECT_TRUE(kt::matches(t, r));
 }
@@ -232,7 +232,8 @@ TEST(Views, FeedElementwiseAndReductions) {
   Tensor ta = kt::make(a), tb = kt::make(b);
   // a + b^T, flipped, then reduced
   Tensor out = (ta + tb.transpose()).flip({1}).sum({0});
-  NdArray want = ref::sum(ref::flip(ref::zip(a, ref::transpose(b), [](double x, double y) { return x + y; }), {1}), {0});
+  NdArray want =
+      ref::sum(ref::flip(ref::zip(a, ref::transpose(b), [](double x, double y) { return x + y; }), {1}), {0});
   EXPECT_TRUE(kt::matches(out, want));
   // a padded view times a shrunk view of the same buffer
   Tensor mix = ta.pad({{0, 0}, {1, 0}}).shrink({{0, 7}, {0, 13}}) * ta;
@@ -270,9 +271,9 @@ kt::Tol matmul_tol(int64_t k) { return {1e-4, 1e-5 * static_cast<double>(std::ma
 
 TEST(Matmul, ShapesAgainstReference) {
   const std::vector<MatmulCase> cases = {
-      {{1, 1}, {1, 1}},      {{7, 13}, {13, 5}},     {{64, 64}, {64, 64}}, {{2, 3, 4}, {4, 5}},
-      {{2, 3, 4}, {2, 4, 5}}, {{3, 4}, {2, 4, 5}},   {{4}, {4, 5}},       {{7, 13}, {13}},
-      {{13}, {13}},          {{1, 7}, {7, 1}},       {{97, 1}, {1, 31}},   {{2, 1, 3, 4}, {5, 4, 2}},
+      {{1, 1}, {1, 1}},       {{7, 13}, {13, 5}},  {{64, 64}, {64, 64}}, {{2, 3, 4}, {4, 5}},
+      {{2, 3, 4}, {2, 4, 5}}, {{3, 4}, {2, 4, 5}}, {{4}, {4, 5}},        {{7, 13}, {13}},
+      {{13}, {13}},           {{1, 7}, {7, 1}},    {{97, 1}, {1, 31}},   {{2, 1, 3, 4}, {5, 4, 2}},
   };
   uint64_t seed = 2300;
   for (const MatmulCase& c : cases) {

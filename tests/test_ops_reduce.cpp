@@ -36,10 +36,10 @@ struct Config {
 // sum runs over every configuration; the other reductions over kOpConfigs (each distinct
 // configuration is a compiled kernel).
 const std::vector<Config> kAllConfigs = {
-    {{7}, {}},          {{7}, {0}},        {{7}, {-1}},        {{13, 31}, {}},       {{13, 31}, {0}},
-    {{13, 31}, {1}},    {{13, 31}, {-1}},  {{13, 31}, {0, 1}}, {{3, 7, 13}, {}},     {{3, 7, 13}, {0}},
-    {{3, 7, 13}, {1}},  {{3, 7, 13}, {2}}, {{3, 7, 13}, {0, 2}}, {{3, 7, 13}, {-1, -3}}, {{3, 7, 13}, {1, 2}},
-    {{1, 1, 5}, {0, 1}}, {{1, 1, 5}, {2}}, {{97, 1}, {0}},     {{97, 1}, {1}},       {{}, {}},
+    {{7}, {}},           {{7}, {0}},        {{7}, {-1}},          {{13, 31}, {}},         {{13, 31}, {0}},
+    {{13, 31}, {1}},     {{13, 31}, {-1}},  {{13, 31}, {0, 1}},   {{3, 7, 13}, {}},       {{3, 7, 13}, {0}},
+    {{3, 7, 13}, {1}},   {{3, 7, 13}, {2}}, {{3, 7, 13}, {0, 2}}, {{3, 7, 13}, {-1, -3}}, {{3, 7, 13}, {1, 2}},
+    {{1, 1, 5}, {0, 1}}, {{1, 1, 5}, {2}},  {{97, 1}, {0}},       {{97, 1}, {1}},         {{}, {}},
 };
 const std::vector<Config> kOpConfigs = {
     {{3, 7, 13}, {1}}, {{3, 7, 13}, {0, 2}}, {{3, 7, 13}, {}}, {{13, 31}, {-1}}, {{97, 1}, {0}}, {{}, {}},
@@ -147,16 +147,16 @@ struct SumDtypeCase {
 TEST(ReduceDtypes, SumAccumulatesSmallTypesIn32Bits) {
   // tinygrad: bool and signed ints below 32 bits sum in int32, unsigned ones in uint32; others keep their dtype
   const std::vector<SumDtypeCase> cases = {
-      {dtypes::bool_, dtypes::int32},     {dtypes::int8, dtypes::int32},     {dtypes::int16, dtypes::int32},
-      {dtypes::int32, dtypes::int32},     {dtypes::int64, dtypes::int64},    {dtypes::uint8, dtypes::uint32},
-      {dtypes::uint16, dtypes::uint32},   {dtypes::uint32, dtypes::uint32},  {dtypes::uint64, dtypes::uint64},
+      {dtypes::bool_, dtypes::int32},     {dtypes::int8, dtypes::int32},        {dtypes::int16, dtypes::int32},
+      {dtypes::int32, dtypes::int32},     {dtypes::int64, dtypes::int64},       {dtypes::uint8, dtypes::uint32},
+      {dtypes::uint16, dtypes::uint32},   {dtypes::uint32, dtypes::uint32},     {dtypes::uint64, dtypes::uint64},
       {dtypes::float16, dtypes::float16}, {dtypes::bfloat16, dtypes::bfloat16}, {dtypes::float32, dtypes::float32},
       {dtypes::float64, dtypes::float64},
   };
   for (const SumDtypeCase& c : cases) {
     SCOPED_TRACE("sum of " + c.in.name());
     // 31 values of up to 100 (1 for bool): sums overflow 8 bits, so the accumulator width shows
-    NdArray x = c.in.is_bool() ? ref::random_int({31}, 1200, 0, 1)
+    NdArray x = c.in.is_bool()    ? ref::random_int({31}, 1200, 0, 1)
                 : c.in.is_float() ? ref::random_grid({31}, 1200, 0, 100, 1)
                                   : ref::random_int({31}, 1200, 50, 100);
     Tensor s = kt::make(x, c.in).sum();
@@ -313,6 +313,13 @@ TEST(Softmax, StableForLargeInputs) {
   EXPECT_TRUE(kt::matches(t.softmax(1), ref::softmax(x, 1)));
   EXPECT_TRUE(kt::matches(t.log_softmax(1), ref::log_softmax(x, 1)));
   EXPECT_TRUE(kt::matches(t.logsumexp(1), ref::logsumexp(x, 1)));
+}
+
+TEST(Softmax, NegativeInfinityEntriesGetZeroProbability) {
+  Tensor t(std::vector<float>{-INFINITY, 0, 0, -INFINITY, 1, 2});
+  Tensor s = t.reshape({2, 3}).softmax(1);
+  NdArray want({2, 3}, {0, 0.5, 0.5, 0, 1 / (1 + std::exp(1.0)), 1 / (1 + std::exp(-1.0))});
+  EXPECT_TRUE(kt::matches(s, want));
 }
 
 TEST(Softmax, Logsumexp) {

@@ -80,6 +80,18 @@ class Tensor {
       ge(const Tensor& o) const, eq(const Tensor& o) const, ne(const Tensor& o) const;
   Tensor logical_not() const;
   Tensor where(const Tensor& if_true, const Tensor& if_false) const;  // this is the condition
+  // The same with C++ scalars (converted as the arithmetic operators do).
+  template <Scalar S> Tensor lt(S v) const;
+  template <Scalar S> Tensor gt(S v) const;
+  template <Scalar S> Tensor le(S v) const;
+  template <Scalar S> Tensor ge(S v) const;
+  template <Scalar S> Tensor eq(S v) const;
+  template <Scalar S> Tensor ne(S v) const;
+  template <Scalar S> Tensor maximum(S v) const;
+  template <Scalar S> Tensor minimum(S v) const;
+  template <Scalar S> Tensor where(const Tensor& if_true, S if_false) const;
+  template <Scalar S> Tensor where(S if_true, const Tensor& if_false) const;
+  template <Scalar A, Scalar B> Tensor where(A if_true, B if_false) const;
   Tensor cast(DType dtype) const;
   Tensor bitcast(DType dtype) const;  // same itemsize: reinterpret the bits
 
@@ -144,6 +156,22 @@ Tensor scalar_like(const Tensor& t, S value) {
   if (std::is_floating_point_v<S> && !dt.is_float()) dt = dtypes::default_float;
   return Tensor::full(t.shape(), static_cast<double>(value), dt);
 }
+template <Scalar S> Tensor Tensor::lt(S v) const { return lt(scalar_like(*this, v)); }
+template <Scalar S> Tensor Tensor::gt(S v) const { return gt(scalar_like(*this, v)); }
+template <Scalar S> Tensor Tensor::le(S v) const { return le(scalar_like(*this, v)); }
+template <Scalar S> Tensor Tensor::ge(S v) const { return ge(scalar_like(*this, v)); }
+template <Scalar S> Tensor Tensor::eq(S v) const { return eq(scalar_like(*this, v)); }
+template <Scalar S> Tensor Tensor::ne(S v) const { return ne(scalar_like(*this, v)); }
+template <Scalar S> Tensor Tensor::maximum(S v) const { return maximum(scalar_like(*this, v)); }
+template <Scalar S> Tensor Tensor::minimum(S v) const { return minimum(scalar_like(*this, v)); }
+template <Scalar S> Tensor Tensor::where(const Tensor& t, S f) const { return where(t, scalar_like(t, f)); }
+template <Scalar S> Tensor Tensor::where(S t, const Tensor& f) const { return where(scalar_like(f, t), f); }
+template <Scalar A, Scalar B> Tensor Tensor::where(A t, B f) const {
+  using C = std::common_type_t<A, B>;
+  DType dt = std::is_floating_point_v<C> ? dtypes::default_float : std::is_same_v<C, bool> ? dtypes::bool_ : dtypes::default_int;
+  return where(Tensor::full(shape(), static_cast<double>(t), dt), Tensor::full(shape(), static_cast<double>(f), dt));
+}
+
 template <Scalar S> Tensor operator+(const Tensor& a, S b) { return a + scalar_like(a, b); }
 template <Scalar S> Tensor operator+(S a, const Tensor& b) { return scalar_like(b, a) + b; }
 template <Scalar S> Tensor operator-(const Tensor& a, S b) { return a - scalar_like(a, b); }

@@ -1,5 +1,6 @@
 #include "engine/buffers.h"
 
+#include <map>
 #include <mutex>
 #include <unordered_map>
 
@@ -21,6 +22,33 @@ struct Allocation {
 struct Store {
   std::mutex mu;
   std::unordered_map<int64_t, Allocation> by_id;
+  // Freed memory kept for reuse by size: fresh pages cost a page fault each on first touch, which
+  // for a large output costs as much as the kernel itself (tinygrad's LRU allocator does the same).
+  std::map<std::pair<runtime::Device*, size_t>, std::vector<void*>> free_list;
+  int64_t cached_bytes = 0;
+
+  void* take(runtime::Device& dev, size_t bytes) {
+    auto it = free_list.find({&dev, bytes});
+    if (it != free_list.end() && !it->second.empty()) {
+      void* p = it->second.back();
+      it->second.pop_back();
+      cached_bytes -= static_cast<int64_t>(bytes);
+      return p;
+    }
+    try {
+      return dev.allocator().alloc(bytes);
+    } catch (const Error&) {
+      release_cache();  // out of memory: give the cache back and try once more
+      return dev.allocator().alloc(bytes);
+    }
+  }
+
+  void release_cache() {
+    for (auto& [key, ptrs] : free_list)
+      for (void* p : ptrs) key.first->allocator().free(p, key.second);
+    free_list.clear();
+    cached_bytes = 0;
+  }
 };
 
 void free_allocation(const UOp& buffer);
@@ -39,7 +67,8 @@ void free_allocation(const UOp& buffer) {
   std::lock_guard lock(s.mu);
   auto it = s.by_id.find(buffer.arg_as<BufferArg>().id);
   if (it == s.by_id.end()) return;
-  it->second.device->allocator().free(it->second.ptr, it->second.bytes);
+  s.free_list[{it->second.device, it->second.bytes}].push_back(it->second.ptr);
+  s.cached_bytes += static_cast<int64_t>(it->second.bytes);
   GlobalCounters::mem_used -= static_cast<int64_t>(it->second.bytes);
   if (env::debug_level() >= 7) fprintf(stderr, "free buffer %lld (%zu bytes)\n", (long long)it->first, it->second.bytes);
   s.by_id.erase(it);
@@ -60,7 +89,7 @@ void* buffer_address(const UOp& buffer) {
   if (it != s.by_id.end()) return it->second.ptr;
   runtime::Device& dev = runtime::get_device(arg.device);
   size_t bytes = buffer_bytes(buffer);
-  void* ptr = dev.allocator().alloc(bytes);
+  void* ptr = s.take(dev, bytes);
   GlobalCounters::mem_used += static_cast<int64_t>(bytes);
   if (env::debug_level() >= 7) fprintf(stderr, "alloc buffer %lld (%zu bytes) on %s\n", (long long)arg.id, bytes, arg.device.c_str());
   s.by_id.emplace(arg.id, Allocation{&dev, ptr, bytes});

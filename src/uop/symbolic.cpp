@@ -581,9 +581,6 @@ UOpRef fold_max_by_range(const UOpRef& root) {
 
 // ---- sums ----
 
-// ADD/SUB/NEG and multiplication by a constant on integers: flatten to a Linear, combine like terms,
-// join mixed-radix digits, and rebuild in canonical order. Rebuilding a canonical sum gives the same
-// node back, so this reaches a fixed point.
 // The term of `u` without its constant factor, if u is a plain term (not a sum or a constant).
 const UOp* term_base(const UOp* u) {
   if (u->op == Ops::MUL && is_iconst(u->src[1].get())) u = u->src[0].get();
@@ -602,6 +599,9 @@ bool already_canonical(const UOpRef& root) {
   return a && b && b->op != Ops::IDIV && b->op != Ops::MOD && b->vmin() != b->vmax() && cmp_node(a, b) < 0;
 }
 
+// ADD/SUB/NEG and multiplication by a constant on integers: flatten to a Linear, combine like terms,
+// join mixed-radix digits, and rebuild in canonical order. Rebuilding a canonical sum gives the same
+// node back, so this reaches a fixed point.
 UOpRef normalize_sum(const UOpRef& root) {
   if (!is_int(root->dtype) || already_canonical(root)) return {};
   if (root->op == Ops::MUL && !is_iconst(root->src[0].get()) && !is_iconst(root->src[1].get())) return {};
@@ -668,8 +668,8 @@ class DivMod {
     std::vector<std::vector<int64_t>> choices;
     for (const auto& t : ts_) {
       int64_t r = floormod(t.coef, c_);
-      if (2 * r == c_) choices.push_back({r, r - c_});  // a tie: either may fit
-      else choices.push_back({2 * r < c_ ? r : r - c_});
+      if (r == c_ - r) choices.push_back({r, r - c_});  // a tie: either may fit
+      else choices.push_back({r < c_ - r ? r : r - c_});
     }
     size_t combos = 1;
     for (const auto& ch : choices) combos = std::min<size_t>(combos * ch.size(), 16);
@@ -708,7 +708,7 @@ class DivMod {
     std::vector<Linear::Term> rem;
     for (const auto& t : ts_) {
       int64_t r = floormod(t.coef, c_);
-      if (!div_ && 2 * r > c_) r -= c_;
+      if (!div_ && r > c_ - r) r -= c_;
       if (div_ && r == 0) {
         quo.add(t.node, t.coef / c_);
         changed = true;
@@ -719,15 +719,14 @@ class DivMod {
         if (r) rem.push_back({t.node, r});
       }
     }
+    if (rem.empty()) return {};  // a constant remainder: the other rules handle it
     int64_t g = c_;
     for (const auto& t : rem) g = std::gcd(g, t.coef);
-    if (rem.empty()) return {};  // a constant remainder: the other rules handle it
-    changed |= g > 1;
-    if (!changed) return {};
+    if (!changed && g == 1) return {};
     Linear r2(dt());
     for (const auto& t : rem) r2.add(t.node, t.coef / g);
     r2.add_const(kr / g);
-    if (r2.range().lo < 0) return {};
+    if (Interval r = r2.range(); r.lo < 0 || !r.within(dt())) return {};
     UOpRef cg = iconst(dt(), c_ / g);
     if (!div_) {
       Linear out(dt());
@@ -752,7 +751,7 @@ class DivMod {
       changed |= drop;
     }
     r.add_const(l_.constant());
-    if (!changed || r.range().lo < 0) return {};
+    if (Interval v = r.range(); !changed || v.lo < 0 || !v.within(dt())) return {};
     return mk(Ops::MOD, r.build(), iconst(dt(), c_));
   }
 
@@ -851,6 +850,7 @@ UOpRef fold_divmod(const UOpRef& d) {
     nx.add(x, -1);
     return mk(Ops::MUL, mk(d->op, nx.build(), y), iconst(dt, -1));
   }
+  if (x->vmin() < 0) return {};
   for (auto rule : {&DivMod::congruence, &DivMod::merge_div_const, &DivMod::split_remainder,
                     &DivMod::remove_inner_mod, &DivMod::nest_by_factor})
     if (UOpRef r = (dm.*rule)()) return r;
@@ -901,7 +901,8 @@ UOpRef fold_lt(const UOpRef& root) {
     return const_right ? lt(y.build(), *k(diff)) : lt(*k(diff), y.build());
   }
   // y·f < c -> y < ceil(c/f) (f > 0) or floor(c/f) < y (f < 0); c < y·f the other way round
-  if (ts.size() == 1 && ts[0].coef != 1 && c != std::numeric_limits<int64_t>::min()) {
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  if (ts.size() == 1 && ts[0].coef != 1 && ts[0].coef != kMin && c != kMin) {
     const auto& [y, f] = ts[0];
     int64_t fl = f > 0 ? floordiv(c, f) : floordiv(-c, -f), ce = f > 0 ? ceildiv(c, f) : ceildiv(-c, -f);
     bool upper_bound = const_right == (f > 0);
@@ -955,7 +956,23 @@ bool int_node(const UOpRef& u) { return is_int(u->dtype); }
 bool intbool_node(const UOpRef& u) { return is_intlike(u->dtype); }
 bool bool_node(const UOpRef& u) { return u->dtype.is_bool() && !u->dtype.ptr; }
 bool float_node(const UOpRef& u) { return u->dtype.is_float() && !u->dtype.ptr; }
+bool x_is_bool(const Match& m) { return bool_node(m["x"]); }
 bool cflag(const UOpRef& c) { return c->const_value() != 0; }
+// x + c == x exactly: c is 0, and for floats -0.0 (x + +0.0 turns -0.0 into +0.0).
+bool adds_nothing(const UOpRef& x, const UOpRef& c) {
+  return c->is_const(0) && (!float_node(x) || std::signbit(c->const_value()));
+}
+// x - c == x exactly: c is +0.0 for floats, 0 otherwise.
+bool subtracts_nothing(const UOpRef& c) { return c->is_const(0) && !std::signbit(c->const_value()); }
+
+// A rule rewriting to the zero of x's dtype when `ok(x)`.
+Rule to_zero(UPat pat, bool (*ok)(const UOpRef&), SourceLoc where = SourceLoc::current()) {
+  return Rule{std::move(pat), [ok](RewriteCtx*, const Match& m) { return ok(m["x"]) ? m["x"]->const_like(0) : UOpRef(); }, where};
+}
+// A rule rewriting to NOT x (x != true) for a bool x.
+Rule to_not(UPat pat, SourceLoc where = SourceLoc::current()) {
+  return Rule{std::move(pat), [](RewriteCtx*, const Match& m) { return x_is_bool(m) ? mk_not(m["x"]) : UOpRef(); }, where};
+}
 
 PatternMatcher make_symbolic_simple() {
   const UPat x = UPat::var("x"), y = UPat::var("y"), c = UPat::cvar("c");
@@ -980,15 +997,14 @@ PatternMatcher make_symbolic_simple() {
       on_root(UPat(group::Commutative, {c, x}),
               [](const UOpRef& r) { return r->src[1]->op == Ops::CONST ? UOpRef() : r->with_src({r->src[1], r->src[0]}); }),
       // ** identities. Floats keep IEEE results: x+(-0.0), x-(+0.0), x*1, x/1 are exact; x+0.0, x*0 are not **
-      keep(x + c, "x", [](const Match& m) { return !float_node(m["x"]) ? m["c"]->const_value() == 0
-                                                                       : m["c"]->is_const(0) && std::signbit(m["c"]->const_value()); }),
-      keep(UPat(Ops::SUB, {x, c}), "x", [](const Match& m) { return m["c"]->is_const(0) && !std::signbit(m["c"]->const_value()); }),
+      keep(x + c, "x", [](const Match& m) { return adds_nothing(m["x"], m["c"]); }),
+      keep(UPat(Ops::SUB, {x, c}), "x", [](const Match& m) { return subtracts_nothing(m["c"]); }),
       keep(x * one, "x"),
       keep(UPat(Ops::FDIV, {x, one}), "x"),
       keep(x / one, "x", [](const Match& m) { return int_node(m["x"]); }),
-      {x * zero, [](RewriteCtx*, const Match& m) { return intbool_node(m["x"]) ? m["x"]->const_like(0) : UOpRef(); }},
-      {x % one, [](RewriteCtx*, const Match& m) { return int_node(m["x"]) ? m["x"]->const_like(0) : UOpRef(); }},
-      {UPat(Ops::SUB, {x, x}), [](RewriteCtx*, const Match& m) { return int_node(m["x"]) ? m["x"]->const_like(0) : UOpRef(); }},
+      to_zero(x * zero, intbool_node),
+      to_zero(x % one, int_node),
+      to_zero(UPat(Ops::SUB, {x, x}), int_node),
       keep(UPat(Ops::NEG, {UPat(Ops::NEG, {x})}), "x"),
       // ** x op x **
       keep(UPat(OpSet{Ops::MAX, Ops::AND, Ops::OR}, {x, x}), "x"),
@@ -1002,22 +1018,20 @@ PatternMatcher make_symbolic_simple() {
        [](RewriteCtx*, const Match& m) { return cflag(m["c"]) ? m["x"] : m["c"]; }},
       {UPat::op(Ops::OR, {x, c}).with_dtypes({dtypes::bool_}),
        [](RewriteCtx*, const Match& m) { return cflag(m["c"]) ? m["c"] : m["x"]; }},
-      keep(not_(not_(x)), "x", [](const Match& m) { return bool_node(m["x"]); }),
-      keep(alu(Ops::CMPNE, {x, bfalse}), "x", [](const Match& m) { return bool_node(m["x"]); }),
-      keep(alu(Ops::CMPEQ, {x, btrue}), "x", [](const Match& m) { return bool_node(m["x"]); }),
-      {alu(Ops::CMPEQ, {x, bfalse}),
-       [](RewriteCtx*, const Match& m) { return bool_node(m["x"]) ? mk_not(m["x"]) : UOpRef(); }},
+      keep(not_(not_(x)), "x", x_is_bool),
+      keep(alu(Ops::CMPNE, {x, bfalse}), "x", x_is_bool),
+      keep(alu(Ops::CMPEQ, {x, btrue}), "x", x_is_bool),
+      to_not(alu(Ops::CMPEQ, {x, bfalse})),
       // C's bool arithmetic: + and max are OR, * is AND
       {UPat(OpSet{Ops::ADD, Ops::MAX, Ops::MUL}, {x, y}).with_dtypes({dtypes::bool_}),
        [](RewriteCtx*, const Match& m) { return mk(m.root()->op == Ops::MUL ? Ops::AND : Ops::OR, m["x"], m["y"]); }},
       // ** WHERE **
       {UPat(Ops::WHERE, {c, t, f}), [](RewriteCtx*, const Match& m) { return cflag(m["c"]) ? m["t"] : m["f"]; }},
       keep(UPat(Ops::WHERE, {UPat(), t, t}), "t"),
-      keep(UPat(Ops::WHERE, {x, btrue, bfalse}), "x", [](const Match& m) { return bool_node(m["x"]); }),
-      {UPat(Ops::WHERE, {x, bfalse, btrue}),
-       [](RewriteCtx*, const Match& m) { return bool_node(m["x"]) ? mk_not(m["x"]) : UOpRef(); }},
+      keep(UPat(Ops::WHERE, {x, btrue, bfalse}), "x", x_is_bool),
+      to_not(UPat(Ops::WHERE, {x, bfalse, btrue})),
       {UPat(Ops::WHERE, {not_(x), t, f}),
-       [](RewriteCtx*, const Match& m) { return bool_node(m["x"]) ? m["x"]->alu(Ops::WHERE, {m["f"], m["t"]}) : UOpRef(); }},
+       [](RewriteCtx*, const Match& m) { return x_is_bool(m) ? m["x"]->alu(Ops::WHERE, {m["f"], m["t"]}) : UOpRef(); }},
       // ** facts from value ranges **
       on_root(UPat(group::Comparison, {x, y}), decide_compare),
       on_root(UPat(group::ALU | OpSet{Ops::CAST}).any_src(), fold_known_value),

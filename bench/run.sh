@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds and runs the benchmarks; figures go to bench/results/. The matmul reference is NumPy's
+# (OpenBLAS) on the same machine in the same run, from Debian's python3-numpy.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+dpkg -s python3-numpy >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq python3-numpy; }
+bash scripts/build.sh release
+mkdir -p bench/results
+./build/release/bench/spine bench/results/spine.txt
+/usr/bin/python3 - <<'PY'
+import time, numpy as np
+a = np.random.rand(1024, 1024).astype(np.float32); b = np.random.rand(1024, 1024).astype(np.float32)
+a @ b
+best = min((lambda t0: (a @ b, time.perf_counter() - t0)[1])(time.perf_counter()) for _ in range(5))
+numpy_gflops = 2 * 1024**3 / best / 1e9
+figures = dict(line.split() for line in open("bench/results/spine.txt"))
+kiln_gflops = float(figures["matmul_1024_gflops"])
+print(f"matmul 1024x1024 float32: numpy {numpy_gflops:.2f} GFLOP/s, kiln/numpy ratio {kiln_gflops / numpy_gflops:.3f}")
+with open("bench/results/spine.txt", "a") as f:
+    f.write(f"numpy_matmul_1024_gflops {numpy_gflops}\nmatmul_vs_numpy {kiln_gflops / numpy_gflops}\n")
+PY

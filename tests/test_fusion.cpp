@@ -1,0 +1,260 @@
+// Fusion: how many kernels expressions become, seen two ways — `schedule().size()` before
+// realizing, and GlobalCounters::kernel_count around realize() — plus the values, so a fusion that
+// miscomputes is caught too. Also: the schedule is printable, and nothing runs twice.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "kiln/counters.h"
+#include "kiln/dtype.h"
+#include "kiln/ir/pattern_matcher.h"
+#include "kiln/schedule_item.h"
+#include "kiln/tensor.h"
+#include "reference.h"
+
+namespace {
+
+using kiln::GlobalCounters;
+using kiln::Tensor;
+using ref::NdArray;
+using ref::Shape;
+namespace dtypes = kiln::dtypes;
+
+// Realizes `t` and returns how many kernels that launched.
+int64_t kernels_run_by_realize(Tensor& t) {
+  GlobalCounters::reset();
+  t.realize();
+  return GlobalCounters::kernel_count;
+}
+
+// Reads `t` back and returns how many kernels that launched (values into `out`).
+int64_t kernels_run_by_readback(const Tensor& t, std::vector<float>& out) {
+  GlobalCounters::reset();
+  out = t.to_vector<float>();
+  return GlobalCounters::kernel_count;
+}
+
+// A float32 input already in a device buffer, and its reference.
+struct Input {
+  NdArray ref;
+  Tensor t;
+};
+Input input(const Shape& s, uint64_t seed) {
+  NdArray r = kt::wrap(ref::random(s, seed), dtypes::float32);
+  return {r, kt::make(r)};
+}
+
+std::string describe(const std::vector<kiln::ScheduleItem>& items) {
+  std::string s;
+  for (const auto& it : items) s += "  " + it.name + "\n";
+  return s;
+}
+
+TEST(Fusion, ElementwiseChainWithBroadcastingIsOneKernel) {
+  Input a = input({16, 1}, 1), b = input({1, 16}, 2), c = input({16, 16}, 3);
+  Tensor out = (a.t * b.t + c.t).relu() * 2 - 1;
+  auto items = out.schedule();
+  EXPECT_EQ(items.size(), 1u) << describe(items);
+  EXPECT_EQ(kernels_run_by_realize(out), 1);
+  NdArray want = ref::map(ref::zip3(a.ref, b.ref, c.ref, [](double x, double y, double z) { return x * y + z; }),
+                          [](double v) { return std::max(v, 0.0) * 2 - 1; });
+  EXPECT_TRUE(kt::matches(out, want));
+}
+
+TEST(Fusion, ElementwiseReduceElementwiseIsOneKernel) {
+  Input a = input({16, 16}, 4);
+  Tensor out = ((a.t * 2).sum({1}) + 1).exp();
+  auto items = out.schedule();
+  EXPECT_EQ(items.size(), 1u) << describe(items);
+  EXPECT_EQ(kernels_run_by_realize(out), 1);
+  NdArray want = ref::map(ref::sum(ref::map(a.ref, [](double v) { return v * 2; }), {1}),
+                          [](double v) { return std::exp(v + 1); });
+  EXPECT_TRUE(kt::matches(out, want));
+}
+
+TEST(Fusion, MatmulIsOneKernel) {
+  Input a = input({7, 13}, 5), b = input({13, 5}, 6);
+  Tensor out = a.t.matmul(b.t);
+  auto items = out.schedule();
+  EXPECT_EQ(items.size(), 1u) << describe(items);
+  EXPECT_EQ(kernels_run_by_realize(out), 1);
+  EXPECT_TRUE(kt::matches(out, ref::matmul(a.ref, b.ref)));
+}
+
+TEST(Fusion, MovementViewsFuseIntoTheirConsumer) {
+  Input a = input({7, 13}, 7), b = input({13, 7}, 8);
+  Tensor out = (a.t.permute({1, 0}).flip({0}) + b.t).pad({{1, 0}, {0, 2}}).shrink({{0, 13}, {1, 9}}).exp();
+  auto items = out.schedule();
+  EXPECT_EQ(items.size(), 1u) << describe(items);
+  EXPECT_EQ(kernels_run_by_realize(out), 1);
+  NdArray sum = ref::zip(ref::flip(ref::permute(a.ref, {1, 0}), {0}), b.ref, [](double x, double y) { return x + y; });
+  NdArray want =
+      ref::map(ref::shrink(ref::pad(sum, {{1, 0}, {0, 2}}), {{0, 13}, {1, 9}}), [](double v) { return std::exp(v); });
+  EXPECT_TRUE(kt::matches(out, want));
+}
+
+TEST(Fusion, ATensorUsedTwiceWithTheSameIndexingIsOneKernel) {
+  Input a = input({13, 31}, 9);
+  Tensor x = a.t * 2;
+  Tensor out = x + x.exp();
+  auto items = out.schedule();
+  EXPECT_EQ(items.size(), 1u) << describe(items);
+  EXPECT_EQ(kernels_run_by_realize(out), 1);
+  EXPECT_TRUE(kt::matches(out, ref::map(a.ref, [](double v) { return 2 * v + std::exp(2 * v); })));
+}
+
+TEST(Fusion, ReshapeOfARealizedContiguousBufferIsZeroKernels) {
+  Input a = input({4, 6}, 10);
+  Tensor r = a.t.reshape({24});
+  EXPECT_TRUE(r.schedule().empty()) << describe(r.schedule());
+  std::vector<float> got;
+  EXPECT_EQ(kernels_run_by_readback(r, got), 0);
+  EXPECT_TRUE(ref::expect_close(got, ref::reshape(a.ref, {24})));
+  // the same for a computed tensor once it is realized, and for reshapes that split and add 1s
+  Tensor computed = (a.t + 1).realize();
+  Tensor r2 = computed.reshape({2, 3, 1, 4});
+  EXPECT_TRUE(r2.schedule().empty()) << describe(r2.schedule());
+  EXPECT_EQ(kernels_run_by_readback(r2, got), 0);
+  EXPECT_TRUE(ref::expect_close(got, ref::map(a.ref, [](double v) { return v + 1; })));
+}
+
+TEST(Fusion, IdenticalExpressionsShareTheirResult) {
+  Input a = input({16, 16}, 11), b = input({16, 16}, 12);
+  Tensor x1 = (a.t * b.t + 1).exp();
+  Tensor x2 = (a.t * b.t + 1).exp();  // built separately, before either is realized
+  EXPECT_EQ(x2.schedule().size(), 1u);
+  EXPECT_EQ(kernels_run_by_realize(x1), 1);
+  auto items = x2.schedule();
+  EXPECT_TRUE(items.empty()) << "after realizing x1, x2 still schedules:\n" << describe(items);
+  std::vector<float> v2;
+  EXPECT_EQ(kernels_run_by_readback(x2, v2), 0);
+  EXPECT_EQ(v2, x1.to_vector<float>());
+  NdArray want = ref::map(ref::zip(a.ref, b.ref, [](double x, double y) { return x * y; }),
+                          [](double v) { return std::exp(v + 1); });
+  EXPECT_TRUE(ref::expect_close(v2, want));
+}
+
+TEST(Fusion, ReduceBroadcastBackIsTwoKernels) {
+  Input a = input({13, 31}, 13);
+  Tensor out = a.t - a.t.max({1}, true);
+  auto items = out.schedule();
+  EXPECT_EQ(items.size(), 2u) << describe(items);
+  EXPECT_EQ(kernels_run_by_realize(out), 2);
+  NdArray mx = ref::expand(ref::max(a.ref, {1}, true), a.ref.shape);
+  EXPECT_TRUE(kt::matches(out, ref::zip(a.ref, mx, [](double x, double m) { return x - m; })));
+}
+
+TEST(Fusion, SoftmaxIsAtMostThreeKernels) {
+  Input a = input({13, 31}, 14);
+  Tensor out = a.t.softmax(1);
+  auto items = out.schedule();
+  EXPECT_GE(items.size(), 1u);
+  EXPECT_LE(items.size(), 3u) << describe(items);
+  int64_t ran = kernels_run_by_realize(out);
+  EXPECT_EQ(ran, static_cast<int64_t>(items.size()));
+  EXPECT_TRUE(kt::matches(out, ref::softmax(a.ref, 1)));
+  Tensor ls = a.t.log_softmax(0);
+  EXPECT_LE(ls.schedule().size(), 3u) << describe(ls.schedule());
+}
+
+TEST(Fusion, CreationFromHostValuesSchedulesNothing) {
+  Tensor v(std::vector<float>{1, 2, 3});
+  EXPECT_TRUE(v.schedule().empty()) << describe(v.schedule());
+  Tensor f = Tensor::from_vector<int32_t>({1, 2, 3, 4, 5, 6}, {2, 3});
+  EXPECT_TRUE(f.schedule().empty()) << describe(f.schedule());
+  Tensor b = Tensor::from_vector<bool>({true, false}, {2});
+  EXPECT_TRUE(b.schedule().empty()) << describe(b.schedule());
+  Tensor s = Tensor::from_vector<double>({2.5}, {});
+  EXPECT_TRUE(s.schedule().empty()) << describe(s.schedule());
+  std::vector<float> got;
+  EXPECT_EQ(kernels_run_by_readback(v, got), 0);
+  EXPECT_EQ(got, (std::vector<float>{1, 2, 3}));
+  GlobalCounters::reset();
+  EXPECT_EQ(f.to_vector<int32_t>(), (std::vector<int32_t>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(GlobalCounters::kernel_count, 0);
+}
+
+TEST(Fusion, ARealizedTensorSchedulesNothing) {
+  Input a = input({7, 13}, 15);
+  Tensor out = (a.t * 3).sum({0});
+  out.realize();
+  EXPECT_TRUE(out.schedule().empty()) << describe(out.schedule());
+  std::vector<float> got;
+  EXPECT_EQ(kernels_run_by_readback(out, got), 0);
+  EXPECT_TRUE(ref::expect_close(got, ref::sum(ref::map(a.ref, [](double v) { return v * 3; }), {0})));
+}
+
+TEST(Fusion, RealizingTwiceRunsNothingTheSecondTime) {
+  Input a = input({7, 13}, 16);
+  Tensor out = (a.t + 1).sqrt().sum({1});
+  EXPECT_EQ(kernels_run_by_realize(out), 1);
+  EXPECT_EQ(kernels_run_by_realize(out), 0);
+  std::vector<float> got;
+  EXPECT_EQ(kernels_run_by_readback(out, got), 0);
+  EXPECT_EQ(kernels_run_by_readback(out, got), 0);
+}
+
+TEST(Fusion, ScheduleDoesNotRunAnything) {
+  Input a = input({7, 13}, 17);
+  Tensor out = (a.t * a.t).sum({1});
+  GlobalCounters::reset();
+  auto first = out.schedule();
+  auto second = out.schedule();
+  EXPECT_EQ(GlobalCounters::kernel_count, 0);
+  EXPECT_EQ(first.size(), 1u);
+  EXPECT_EQ(second.size(), first.size());
+  EXPECT_EQ(kernels_run_by_realize(out), 1);
+}
+
+TEST(Fusion, ContiguousForcesItsOwnKernel) {
+  Input a = input({7, 13}, 18);
+  Tensor out = (a.t + 1).contiguous() * 2;
+  auto items = out.schedule();
+  EXPECT_EQ(items.size(), 2u) << describe(items);
+  EXPECT_EQ(kernels_run_by_realize(out), 2);
+  EXPECT_TRUE(kt::matches(out, ref::map(a.ref, [](double v) { return (v + 1) * 2; })));
+}
+
+TEST(Fusion, CountersMeasureWork) {
+  Input a = input({64, 64}, 19);
+  Tensor out = (a.t * 2 + 1).sum();
+  GlobalCounters::reset();
+  out.realize();
+  EXPECT_EQ(GlobalCounters::kernel_count, 1);
+  EXPECT_GT(GlobalCounters::global_ops, 0);
+  EXPECT_GE(GlobalCounters::global_mem, 64 * 64 * 4);  // it read the whole input at least once
+  EXPECT_GT(GlobalCounters::mem_used, 0);
+}
+
+TEST(Schedule, ItemsArePrintable) {
+  Input a = input({13, 31}, 20);
+  Tensor out = a.t.softmax(1);
+  auto items = out.schedule();
+  ASSERT_FALSE(items.empty());
+  for (const kiln::ScheduleItem& it : items) {
+    SCOPED_TRACE("kernel " + it.name);
+    EXPECT_FALSE(it.name.empty());
+    ASSERT_TRUE(it.ast);
+    EXPECT_FALSE(it.buffers.empty());
+    for (const kiln::UOpRef& buf : it.buffers) {
+      ASSERT_TRUE(buf);
+      EXPECT_EQ(buf->op, kiln::Ops::BUFFER);
+    }
+    std::string s = it.str();
+    EXPECT_FALSE(s.empty());
+    EXPECT_NE(s.find("STORE"), std::string::npos) << s;
+    EXPECT_NE(s.find(it.name), std::string::npos) << s;
+    EXPECT_NE(kiln::print_graph(it.ast).find("STORE"), std::string::npos);
+  }
+  // kernel names follow tinygrad: "r_" when the kernel reduces, "E_" for purely elementwise
+  auto ew = (a.t + 1).schedule();
+  ASSERT_EQ(ew.size(), 1u);
+  EXPECT_EQ(ew[0].name.rfind("E_", 0), 0u) << ew[0].name;
+  auto red = a.t.sum({1}).schedule();
+  ASSERT_EQ(red.size(), 1u);
+  EXPECT_EQ(red[0].name.rfind("r_", 0), 0u) << red[0].name;
+}
+
+}  // namespace

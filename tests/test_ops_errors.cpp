@@ -1,0 +1,234 @@
+// Bad inputs: every one throws kiln::Error, eagerly (when the op is called, not at realize), with a
+// message that says what was expected and what was given (checked by substrings: the op's name and
+// the shapes/axes/values involved).
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kiln/dtype.h"
+#include "kiln/error.h"
+#include "kiln/tensor.h"
+#include "reference.h"
+#include "runtime/device.h"
+#include "support/env.h"
+
+namespace {
+
+using kiln::Tensor;
+using ref::Shape;
+namespace dtypes = kiln::dtypes;
+
+// Runs `f`; returns the kiln::Error message, or fails the test (with `what`) if nothing or something
+// else is thrown.
+std::string error_of(const std::function<void()>& f, const std::string& what) {
+  try {
+    f();
+  } catch (const kiln::Error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << what << ": threw a non-kiln exception: " << e.what();
+    return "";
+  }
+  ADD_FAILURE() << what << ": did not throw";
+  return "";
+}
+
+// A shape in any of the usual spellings: "(2, 3)", "(2,3)", "[2, 3]", "{2, 3}", "2x3"; "(3,)" or "(3)".
+bool mentions_shape(const std::string& msg, const Shape& s) {
+  std::vector<std::string> forms;
+  for (const char* sep : {", ", ","}) {
+    std::string inner;
+    for (size_t i = 0; i < s.size(); i++) inner += (i ? sep : "") + std::to_string(s[i]);
+    forms.push_back("(" + inner + ")");
+    forms.push_back("[" + inner + "]");
+    forms.push_back("{" + inner + "}");
+    if (s.size() == 1) forms.push_back("(" + inner + ",)");
+  }
+  std::string x;
+  for (size_t i = 0; i < s.size(); i++) x += (i ? "x" : "") + std::to_string(s[i]);
+  if (s.size() > 1) forms.push_back(x);
+  for (const std::string& f : forms)
+    if (msg.find(f) != std::string::npos) return true;
+  return false;
+}
+
+bool contains(const std::string& msg, const std::string& part) { return msg.find(part) != std::string::npos; }
+
+// EXPECT that `stmt` throws kiln::Error whose message contains each of the given substrings.
+#define EXPECT_KILN_ERROR(stmt, ...)                                                                           \
+  do {                                                                                                         \
+    std::string msg_ = error_of([&] { (void)(stmt); }, #stmt);                                                 \
+    for (const std::string& part_ : std::vector<std::string>{__VA_ARGS__})                                     \
+      EXPECT_TRUE(contains(msg_, part_)) << #stmt << ": message \"" << msg_ << "\" lacks \"" << part_ << "\""; \
+  } while (0)
+
+// EXPECT that `stmt` throws kiln::Error whose message mentions each of the given shapes.
+#define EXPECT_KILN_ERROR_SHAPES(stmt, ...)                                                         \
+  do {                                                                                              \
+    std::string msg_ = error_of([&] { (void)(stmt); }, #stmt);                                      \
+    for (const Shape& s_ : std::vector<Shape>{__VA_ARGS__})                                         \
+      EXPECT_TRUE(mentions_shape(msg_, s_))                                                         \
+          << #stmt << ": message \"" << msg_ << "\" does not mention shape " << ref::shape_str(s_); \
+  } while (0)
+
+Tensor t23() { return Tensor::zeros({2, 3}); }
+
+TEST(Errors, ReshapeIncompatible) {
+  EXPECT_KILN_ERROR_SHAPES(t23().reshape({4, 2}), Shape{2, 3}, Shape{4, 2});
+  EXPECT_KILN_ERROR(t23().reshape({4, 2}), "reshape");
+  EXPECT_KILN_ERROR_SHAPES(t23().reshape({7}), Shape{2, 3}, Shape{7});
+  EXPECT_KILN_ERROR(t23().reshape({-1, 4}), "reshape", "4");    // 6 is not divisible by 4
+  EXPECT_KILN_ERROR(t23().reshape({-1, -1}), "reshape", "-1");  // two inferred dims
+  EXPECT_KILN_ERROR(t23().reshape({-2, -3}), "reshape");
+  EXPECT_KILN_ERROR(Tensor::zeros({0, 3}).reshape({-1, 0}), "reshape");  // nothing to infer from
+}
+
+TEST(Errors, BroadcastIncompatibleInBinaryOps) {
+  Tensor a = Tensor::zeros({3}), b = Tensor::zeros({4});
+  EXPECT_KILN_ERROR_SHAPES(a + b, Shape{3}, Shape{4});
+  EXPECT_KILN_ERROR_SHAPES(a * b, Shape{3}, Shape{4});
+  Tensor c = Tensor::zeros({2, 3, 5}), d = Tensor::zeros({4, 5});
+  EXPECT_KILN_ERROR_SHAPES(c - d, Shape{2, 3, 5}, Shape{4, 5});
+  EXPECT_KILN_ERROR_SHAPES(c / d, Shape{2, 3, 5}, Shape{4, 5});
+  EXPECT_KILN_ERROR_SHAPES(c.maximum(d), Shape{2, 3, 5}, Shape{4, 5});
+  EXPECT_KILN_ERROR_SHAPES(a.lt(b), Shape{3}, Shape{4});
+  EXPECT_KILN_ERROR_SHAPES(a.pow(b), Shape{3}, Shape{4});
+  // where: all three shapes must broadcast together
+  Tensor cond = Tensor::zeros({3}, dtypes::bool_);
+  EXPECT_KILN_ERROR_SHAPES(cond.where(Tensor::zeros({3}), Tensor::zeros({2})), Shape{2});
+  EXPECT_KILN_ERROR_SHAPES(Tensor::zeros({2, 1}).where(a, Tensor::zeros({3, 1})), Shape{3, 1});
+}
+
+TEST(Errors, MatmulInnerDimensionMismatch) {
+  EXPECT_KILN_ERROR_SHAPES(Tensor::zeros({2, 3}).matmul(Tensor::zeros({4, 5})), Shape{2, 3}, Shape{4, 5});
+  EXPECT_KILN_ERROR(Tensor::zeros({2, 3}).matmul(Tensor::zeros({4, 5})), "matmul", "3", "4");
+  EXPECT_KILN_ERROR_SHAPES(Tensor::zeros({3}).matmul(Tensor::zeros({4})), Shape{3}, Shape{4});
+  EXPECT_KILN_ERROR_SHAPES(Tensor::zeros({2, 3, 4}).matmul(Tensor::zeros({3, 4, 5})), Shape{2, 3, 4},
+                           Shape{3, 4, 5});  // batch dims 2 and 3 do not broadcast
+  EXPECT_KILN_ERROR(Tensor::full({}, 1.0).matmul(Tensor::zeros({3})), "matmul");
+}
+
+TEST(Errors, BadAxisInReductions) {
+  Tensor t = t23();
+  EXPECT_KILN_ERROR(t.sum({2}), "axis", "2");
+  EXPECT_KILN_ERROR(t.sum({-3}), "axis", "-3");
+  EXPECT_KILN_ERROR(t.max({5}), "axis", "5");
+  EXPECT_KILN_ERROR(t.min({0, 2}), "axis", "2");
+  EXPECT_KILN_ERROR(t.mean({-4}), "axis", "-4");
+  EXPECT_KILN_ERROR(t.prod({3}), "axis", "3");
+  EXPECT_KILN_ERROR(t.sum({0, 0}), "axis", "0");  // repeated
+  EXPECT_KILN_ERROR(t.sum({1, -1}), "axis");      // the same axis twice, spelled differently
+  EXPECT_KILN_ERROR(t.argmax(2), "axis", "2");
+  EXPECT_KILN_ERROR(t.argmin(-3), "axis", "-3");
+  EXPECT_KILN_ERROR(t.softmax(2), "axis", "2");
+  EXPECT_KILN_ERROR(t.log_softmax(-3), "axis", "-3");
+  EXPECT_KILN_ERROR(Tensor::full({}, 1.0).sum({0}), "axis", "0");
+  EXPECT_KILN_ERROR_SHAPES(t.sum({2}), Shape{2, 3});
+}
+
+TEST(Errors, BadPermutationAndTranspose) {
+  Tensor t = Tensor::zeros({2, 3, 4});
+  EXPECT_KILN_ERROR(t.permute({0, 0, 1}), "permute", "0");    // repeated axis
+  EXPECT_KILN_ERROR(t.permute({0, 1}), "permute", "3", "2");  // too few axes: expected 3, got 2
+  EXPECT_KILN_ERROR(t.permute({0, 1, 2, 3}), "permute");      // too many
+  EXPECT_KILN_ERROR(t.permute({0, 1, 3}), "axis", "3");       // out of range
+  EXPECT_KILN_ERROR(t.permute({0, 1, -4}), "axis", "-4");
+  EXPECT_KILN_ERROR(t.transpose(0, 3), "axis", "3");
+  EXPECT_KILN_ERROR(t.transpose(-4, 0), "axis", "-4");
+  EXPECT_KILN_ERROR(Tensor::zeros({5}).transpose(), "axis");  // default (0, 1) needs 2 dims
+}
+
+TEST(Errors, PadAndShrink) {
+  Tensor t = t23();
+  EXPECT_KILN_ERROR(t.pad({{-1, 0}, {0, 0}}), "pad", "-1");
+  EXPECT_KILN_ERROR(t.pad({{0, 0}, {0, -2}}), "pad", "-2");
+  EXPECT_KILN_ERROR(t.pad({{1, 1}}), "pad", "2", "1");                // one pair for two axes
+  EXPECT_KILN_ERROR(t.shrink({{0, 2}, {0, 4}}), "shrink", "4", "3");  // end past the size 3
+  EXPECT_KILN_ERROR(t.shrink({{-1, 2}, {0, 3}}), "shrink", "-1");
+  EXPECT_KILN_ERROR(t.shrink({{2, 1}, {0, 3}}), "shrink", "2", "1");  // begin after end
+  EXPECT_KILN_ERROR(t.shrink({{0, 2}}), "shrink", "2", "1");          // one pair for two axes
+}
+
+TEST(Errors, ExpandIncompatible) {
+  EXPECT_KILN_ERROR_SHAPES(Tensor::zeros({3, 2}).expand({3, 4}), Shape{3, 2}, Shape{3, 4});
+  EXPECT_KILN_ERROR(Tensor::zeros({3, 2}).expand({3, 4}), "expand");
+  EXPECT_KILN_ERROR_SHAPES(Tensor::zeros({3}).expand({2}), Shape{3}, Shape{2});
+  EXPECT_KILN_ERROR_SHAPES(Tensor::zeros({2, 3}).expand({3}), Shape{2, 3}, Shape{3});  // fewer dims
+  EXPECT_KILN_ERROR_SHAPES(Tensor::zeros({3, 1}).expand({4, 3, 0, 2}), Shape{3, 1});   // 3 -> 0 is not a broadcast
+}
+
+TEST(Errors, FlipFlattenSqueezeUnsqueeze) {
+  Tensor t = t23();
+  EXPECT_KILN_ERROR(t.flip({2}), "axis", "2");
+  EXPECT_KILN_ERROR(t.flip({0, 0}), "flip", "0");
+  EXPECT_KILN_ERROR(t.unsqueeze(4), "axis", "4");
+  EXPECT_KILN_ERROR(t.squeeze(2), "axis", "2");
+  EXPECT_KILN_ERROR(t.flatten(3), "axis", "3");
+}
+
+TEST(Errors, ReadbackWithTheWrongElementType) {
+  Tensor f = Tensor::zeros({3});
+  EXPECT_KILN_ERROR(f.to_vector<int32_t>(), "float32", "int32");
+  EXPECT_KILN_ERROR(f.to_vector<double>(), "float32", "float64");
+  EXPECT_KILN_ERROR(f.item<float>(), "item");  // three elements, not one
+  Tensor i = Tensor::zeros({2}, dtypes::int32);
+  EXPECT_KILN_ERROR(i.to_vector<float>(), "int32", "float32");
+  EXPECT_KILN_ERROR(i.to_vector<int64_t>(), "int32", "int64");
+  EXPECT_KILN_ERROR(i.to_vector<uint32_t>(), "int32", "uint32");
+  EXPECT_KILN_ERROR(Tensor::zeros({1}, dtypes::bool_).item<uint8_t>(), "bool", "uint8");
+  EXPECT_KILN_ERROR(Tensor::zeros({1}, dtypes::float16).item<float>(), "float16", "float32");
+  EXPECT_KILN_ERROR(Tensor::zeros({2, 3}).argmax(1).to_vector<int64_t>(), "int32", "int64");
+}
+
+TEST(Errors, FromVectorSizeMismatch) {
+  EXPECT_KILN_ERROR(Tensor::from_vector<float>({1, 2, 3}, {2, 2}), "3");
+  EXPECT_KILN_ERROR_SHAPES(Tensor::from_vector<float>({1, 2, 3}, {2, 2}), Shape{2, 2});
+  EXPECT_KILN_ERROR(Tensor::from_vector<int32_t>({1, 2}, {}), "2");
+  EXPECT_KILN_ERROR(Tensor::from_vector<float>({1, 2, 3, 4}, {-2, -2}), "-2");
+}
+
+TEST(Errors, ErrorsAreRuntimeErrors) {
+  // kiln::Error derives from std::runtime_error, so generic handlers catch it
+  EXPECT_THROW(t23().reshape({5}), std::runtime_error);
+  EXPECT_THROW(t23().reshape({5}), kiln::Error);
+}
+
+TEST(Errors, ErrorsDoNotBreakLaterWork) {
+  Tensor a = Tensor::from_vector<float>({1, 2, 3}, {3});
+  EXPECT_THROW(a + Tensor::zeros({4}), kiln::Error);
+  EXPECT_THROW(a.reshape({2, 2}), kiln::Error);
+  EXPECT_EQ((a * 2).to_vector<float>(), (std::vector<float>{2, 4, 6}));
+}
+
+// ============================================================================ devices
+// The Tensor API has no device argument; devices are chosen by name through the registry and DEV.
+
+TEST(Errors, UnknownDeviceByName) {
+  EXPECT_KILN_ERROR(kiln::runtime::get_device("NOPE"), "NOPE", "CPU");  // lists the registered devices
+  EXPECT_KILN_ERROR(kiln::runtime::get_device(""), "CPU");
+  EXPECT_NO_THROW(kiln::runtime::get_device("cpu"));
+  EXPECT_NO_THROW(kiln::runtime::get_device("CPU:0"));
+}
+
+TEST(Errors, UnknownDeviceViaDEV) {
+  {
+    kiln::env::ScopedEnv dev("DEV", "NOPE");
+    EXPECT_KILN_ERROR(kiln::runtime::default_device(), "NOPE", "CPU");
+  }
+  // restored: the default device works again, and tensors land on it
+  EXPECT_EQ(kiln::runtime::default_device(), "CPU");
+  EXPECT_EQ(Tensor::zeros({2}).to_vector<float>(), (std::vector<float>{0, 0}));
+  {
+    kiln::env::ScopedEnv dev("DEV", "cpu");
+    EXPECT_EQ(kiln::runtime::default_device(), "CPU");
+  }
+}
+
+TEST(Errors, TensorsReportTheirDevice) {
+  std::string dev = Tensor::from_vector<float>({1}, {1}).device();
+  EXPECT_TRUE(dev == "CPU" || dev.rfind("CPU:", 0) == 0) << "device() = " << dev;
+}
+
+}  // namespace
