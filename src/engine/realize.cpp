@@ -77,9 +77,11 @@ class KernelCache {
     std::string binary = dev.compiler().compile(k->program.source);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (debug >= 2) {
-      bool compiled = runtime::compile_stats().compiled > before.compiled;
-      fprintf(stderr, "*** %-6s compile %s %s\n", dev.name().c_str(), pad(k->program.display_name, 30).c_str(),
-              compiled ? ("compiled in " + std::to_string(ms).substr(0, 6) + " ms").c_str() : "disk cache hit");
+      if (runtime::compile_stats().compiled > before.compiled)
+        fprintf(stderr, "*** %-6s compile %s compiled in %.1f ms\n", dev.name().c_str(),
+                pad(k->program.display_name, 30).c_str(), ms);
+      else
+        fprintf(stderr, "*** %-6s compile %s disk cache hit\n", dev.name().c_str(), pad(k->program.display_name, 30).c_str());
     }
     k->runtime = dev.load(binary, k->program.name);
     CompiledKernel& ref = *k;

@@ -29,7 +29,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // -ffp-contract=off: no fused multiply-add, so results match the other backends bit for bit.
-const std::vector<std::string> kFlags = {"-O2",   "-march=native",     "-fPIC", "-shared",
+// -fwrapv: signed integer overflow wraps, which is what integer tensors mean.
+const std::vector<std::string> kFlags = {"-O2",   "-march=native",     "-fPIC", "-fwrapv", "-shared",
                                          "-ffp-contract=off", "-fno-math-errno", "-x", "c"};
 const std::vector<std::string> kLibs = {"-lm"};
 constexpr int kSourceLinesInErrors = 40;
@@ -192,6 +193,21 @@ std::string join(const std::vector<std::string>& words) {
   return out;
 }
 
+// -march=native binaries only run on this kind of CPU: its model and feature flags join the cache
+// key, so a cache folder shared between machines never hands one a binary it cannot execute.
+const std::string& host_cpu_id() {
+  static const std::string id = [] {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line, model, flags;
+    while (std::getline(in, line) && (model.empty() || flags.empty())) {
+      if (model.empty() && line.rfind("model name", 0) == 0) model = line;
+      if (flags.empty() && line.rfind("flags", 0) == 0) flags = line;
+    }
+    return model + "\n" + flags;
+  }();
+  return id;
+}
+
 }  // namespace
 
 std::string CcCompiler::name() const { return join(find_toolchain().command); }
@@ -199,7 +215,7 @@ std::string CcCompiler::name() const { return join(find_toolchain().command); }
 std::string CcCompiler::compile(const std::string& source) {
   Toolchain tc = find_toolchain();
   std::string key = content_hash(source + '\0' + join(tc.command) + '\0' + tc.version + '\0' + join(kFlags) +
-                                 '\0' + join(kLibs));
+                                 '\0' + join(kLibs) + '\0' + host_cpu_id());
 
   fs::path dir = cache_dir();
   fs::path binary = dir / (key + ".so");
@@ -209,7 +225,6 @@ std::string CcCompiler::compile(const std::string& source) {
     return binary.string();
   }
 
-  auto start = std::chrono::steady_clock::now();
   std::string stem = key + "." + unique_suffix();
   fs::path source_file = dir / (stem + ".c");
   fs::path temp_binary = dir / (stem + ".so.tmp");
@@ -234,11 +249,6 @@ std::string CcCompiler::compile(const std::string& source) {
   fs::rename(temp_binary, binary, ec);
   if (ec) throw_error("could not move the compiled kernel to ", binary.string(), ": ", ec.message());
   ++compile_stats().compiled;
-
-  if (env::debug_level() >= 3) {
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "compiled %.12s in %.1f ms\n", key.c_str(), ms);
-  }
   return binary.string();
 }
 
