@@ -695,7 +695,7 @@ TEST(LargeIntegers, StayExact) {
   EXPECT_EQ(u64.min().item<uint64_t>(), 3u);
   EXPECT_EQ(u64.argmax(0).item<int32_t>(), 0);
   EXPECT_EQ((u64 + u64).to_vector<uint64_t>(), (std::vector<uint64_t>{10, 6, 14}));  // 2^64 + 10 wraps
-  const int64_t odd = (int64_t{1} << 60) + 1;  // not representable in a double
+  const int64_t odd = (int64_t{1} << 60) + 1;                                        // not representable in a double
   Tensor i64 = Tensor::from_vector<int64_t>({odd, -odd}, {2});
   Tensor one = Tensor::from_vector<int64_t>({1, 1}, {2});
   EXPECT_EQ((i64 + one).to_vector<int64_t>(), (std::vector<int64_t>{odd + 1, -odd + 1}));

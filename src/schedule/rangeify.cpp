@@ -17,8 +17,10 @@
 namespace kiln::schedule {
 namespace {
 
-// Recomputing a node in each consumer beats a buffer round trip unless the node reduces or is big.
+// Recomputing a node in each consumer beats a buffer round trip unless the node reduces, is big,
+// or is read in many different ways.
 constexpr int kMaxRecomputeOps = 64;
+constexpr size_t kMaxRecomputeReads = 8;
 
 // The node whose value a movement chain reads.
 const UOp* base_of(const UOp* u) {
@@ -89,10 +91,10 @@ class Rangeify {
   void propagate_ranges() {
     for (auto it = topo_.rbegin(); it != topo_.rend(); ++it) {
       const UOp* u = *it;
-      if (u->op == Ops::BUFFER || u->op == Ops::CONST) continue;
+      if ((u->op == Ops::BUFFER || u->op == Ops::CONST) && !realized_.count(u)) continue;  // read in place
       std::vector<Access>& reads = accesses_[u];
       if (!realized_.count(u) && reads.size() > 1 &&
-          (has_reduce_[u] || op_count_[u] > kMaxRecomputeOps))
+          (has_reduce_[u] || op_count_[u] > kMaxRecomputeOps || reads.size() > kMaxRecomputeReads))
         realized_.insert(u);
       std::vector<Access> outs;
       if (realized_.count(u)) {

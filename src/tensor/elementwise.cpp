@@ -9,18 +9,32 @@
 namespace kiln {
 namespace {
 
-Shape broadcast_shape(const Shape& a, const Shape& b) {
-  size_t n = std::max(a.size(), b.size());
-  Shape out(n);
-  for (size_t i = 0; i < n; i++) {
-    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
-    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    if (da != db && da != 1 && db != 1)
-      throw_error("broadcast: shapes ", shape_to_string(a), " and ", shape_to_string(b),
-                  " are incompatible (axis ", static_cast<int64_t>(i) - static_cast<int64_t>(n), ": ", da, " vs ", db, ")");
-    out[i] = da == 1 ? db : da;
-  }
+// NumPy broadcasting of several shapes; the error names every input shape.
+Shape broadcast_shape(const std::vector<Shape>& shapes) {
+  size_t n = 0;
+  for (const Shape& s : shapes) n = std::max(n, s.size());
+  Shape out(n, 1);
+  for (size_t i = 0; i < n; i++)
+    for (const Shape& s : shapes) {
+      int64_t d = i < n - s.size() ? 1 : s[i - (n - s.size())];
+      if (d != out[i] && d != 1 && out[i] != 1) {
+        std::string names;
+        for (size_t k = 0; k < shapes.size(); k++)
+          names += (k ? (k + 1 == shapes.size() ? " and " : ", ") : "") + shape_to_string(shapes[k]);
+        throw_error("broadcast: shapes ", names, " are incompatible (axis ",
+                    static_cast<int64_t>(i) - static_cast<int64_t>(n), ": ", out[i], " vs ", d, ")");
+      }
+      if (d != 1) out[i] = d;
+    }
   return out;
+}
+
+// 16-bit floats evaluate composite math (exp, log, sigmoid, ...) in float32 and round once, so the
+// intermediate steps do not each lose precision.
+template <class F>
+Tensor in_float32(const Tensor& x, F f) {
+  if (x.dtype().itemsize() == 2 && x.dtype().is_float()) return f(x.cast(dtypes::float32)).cast(x.dtype());
+  return f(x);
 }
 
 // Math functions are defined on floats: integer and bool inputs become the default float.
@@ -30,7 +44,7 @@ Tensor float_input(const Tensor& t) { return t.dtype().is_float() ? t : t.cast(d
 
 Tensor Tensor::broadcast_to(const Shape& target) const {
   if (shape() == target) return *this;
-  Shape full = broadcast_shape(shape(), target);
+  Shape full = broadcast_shape({shape(), target});
   if (full != target)
     throw_error("broadcast_to: cannot broadcast ", shape_to_string(shape()), " to ", shape_to_string(target));
   Shape padded(target.size() - shape().size(), 1);
@@ -39,7 +53,7 @@ Tensor Tensor::broadcast_to(const Shape& target) const {
 }
 
 std::pair<Tensor, Tensor> Tensor::broadcast_with(const Tensor& o) const {
-  Shape s = broadcast_shape(shape(), o.shape());
+  Shape s = broadcast_shape({shape(), o.shape()});
   DType dt = dtypes::least_upper(dtype(), o.dtype());
   return {cast(dt).broadcast_to(s), o.cast(dt).broadcast_to(s)};
 }
@@ -117,9 +131,9 @@ Tensor Tensor::logical_not() const {
 }
 
 Tensor Tensor::where(const Tensor& if_true, const Tensor& if_false) const {
-  auto [t, f] = if_true.broadcast_with(if_false);
-  Shape s = broadcast_shape(shape(), t.shape());
-  return cast(dtypes::bool_).broadcast_to(s).alu(Ops::WHERE, {t.broadcast_to(s), f.broadcast_to(s)});
+  Shape s = broadcast_shape({shape(), if_true.shape(), if_false.shape()});
+  DType dt = dtypes::least_upper(if_true.dtype(), if_false.dtype());
+  return cast(dtypes::bool_).broadcast_to(s).alu(Ops::WHERE, {if_true.cast(dt).broadcast_to(s), if_false.cast(dt).broadcast_to(s)});
 }
 
 Tensor Tensor::clip(double lo, double hi) const {
@@ -134,29 +148,28 @@ Tensor Tensor::relu() const { return gt(const_like(0)).where(*this, const_like(0
 Tensor Tensor::exp2() const { return float_input(*this).alu(Ops::EXP2); }
 Tensor Tensor::log2() const { return float_input(*this).alu(Ops::LOG2); }
 Tensor Tensor::exp() const {
-  Tensor x = float_input(*this);
-  return (x * x.const_like(1 / std::numbers::ln2)).alu(Ops::EXP2);
+  return in_float32(float_input(*this), [](const Tensor& x) { return (x * x.const_like(1 / std::numbers::ln2)).alu(Ops::EXP2); });
 }
 Tensor Tensor::log() const {
-  Tensor x = float_input(*this);
-  return x.alu(Ops::LOG2) * x.const_like(std::numbers::ln2);
+  return in_float32(float_input(*this), [](const Tensor& x) { return x.alu(Ops::LOG2) * x.const_like(std::numbers::ln2); });
 }
 Tensor Tensor::sqrt() const { return float_input(*this).alu(Ops::SQRT); }
 Tensor Tensor::rsqrt() const { return sqrt().reciprocal(); }
 Tensor Tensor::reciprocal() const { return float_input(*this).alu(Ops::RECIPROCAL); }
 Tensor Tensor::sin() const { return float_input(*this).alu(Ops::SIN); }
 Tensor Tensor::cos() const {
-  Tensor x = float_input(*this);
-  return (x.const_like(std::numbers::pi / 2) - x).sin();
+  return in_float32(float_input(*this), [](const Tensor& x) { return (x.const_like(std::numbers::pi / 2) - x).sin(); });
 }
-Tensor Tensor::tan() const { return sin() / cos(); }
+Tensor Tensor::tan() const {
+  return in_float32(float_input(*this), [](const Tensor& x) { return x.sin() / x.cos(); });
+}
 Tensor Tensor::sigmoid() const {
-  Tensor x = float_input(*this);
-  return (x.const_like(1) + x.neg().exp()).reciprocal();
+  return in_float32(float_input(*this), [](const Tensor& x) { return (x.const_like(1) + x.neg().exp()).reciprocal(); });
 }
 Tensor Tensor::tanh() const {
-  Tensor x = float_input(*this);
-  return (x * x.const_like(2)).sigmoid() * x.const_like(2) - x.const_like(1);
+  return in_float32(float_input(*this), [](const Tensor& x) {
+    return (x * x.const_like(2)).sigmoid() * x.const_like(2) - x.const_like(1);
+  });
 }
 Tensor Tensor::abs() const {
   if (dtype().is_unsigned() || dtype().is_bool()) return *this;

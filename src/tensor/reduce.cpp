@@ -16,6 +16,13 @@ DType sum_dtype(DType d) {
   return d;
 }
 
+// 16-bit floats accumulate in float32 and round once at the end (2048 + 1 is 2048 in float16).
+Tensor accumulate(const Tensor& x, Ops op, std::vector<int> axes, bool keepdim) {
+  DType d = x.dtype();
+  if (d.is_float() && d.itemsize() == 2) return x.cast(dtypes::float32).reduce(op, std::move(axes), keepdim).cast(d);
+  return x.cast(sum_dtype(d)).reduce(op, std::move(axes), keepdim);
+}
+
 }  // namespace
 
 Tensor Tensor::reduce(Ops op, std::vector<int> axes, bool keepdim) const {
@@ -36,13 +43,8 @@ Tensor Tensor::reduce(Ops op, std::vector<int> axes, bool keepdim) const {
   return r.reshape(out);
 }
 
-Tensor Tensor::sum(std::vector<int> axes, bool keepdim) const {
-  return cast(sum_dtype(dtype())).reduce(Ops::ADD, std::move(axes), keepdim);
-}
-
-Tensor Tensor::prod(std::vector<int> axes, bool keepdim) const {
-  return cast(sum_dtype(dtype())).reduce(Ops::MUL, std::move(axes), keepdim);
-}
+Tensor Tensor::sum(std::vector<int> axes, bool keepdim) const { return accumulate(*this, Ops::ADD, std::move(axes), keepdim); }
+Tensor Tensor::prod(std::vector<int> axes, bool keepdim) const { return accumulate(*this, Ops::MUL, std::move(axes), keepdim); }
 
 Tensor Tensor::max(std::vector<int> axes, bool keepdim) const { return reduce(Ops::MAX, std::move(axes), keepdim); }
 
@@ -59,9 +61,12 @@ Tensor Tensor::min(std::vector<int> axes, bool keepdim) const {
 
 Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
   Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
+  // sum and divide in float32 for 16-bit floats, then round once
+  DType out = x.dtype();
+  if (out.itemsize() == 2) x = x.cast(dtypes::float32);
   Tensor s = x.sum(axes, keepdim);
   int64_t count = s.numel() == 0 ? 0 : numel() / s.numel();
-  return s / static_cast<double>(count);
+  return (s / static_cast<double>(count)).cast(out);
 }
 
 Tensor Tensor::argmax(int axis, bool keepdim) const {
@@ -116,6 +121,13 @@ Tensor Tensor::matmul(const Tensor& o) const {
   if (k != kb)
     throw_error("matmul: shapes ", shape_to_string(shape()), " and ", shape_to_string(o.shape()),
                 " do not match: inner dimensions ", k, " and ", kb, " must be equal");
+  Shape batch_a(a.shape().begin(), a.shape().end() - 2), batch_b(b.shape().begin(), b.shape().end() - 2);
+  for (size_t i = 1; i <= std::min(batch_a.size(), batch_b.size()); i++) {
+    int64_t x = batch_a[batch_a.size() - i], y = batch_b[batch_b.size() - i];
+    if (x != y && x != 1 && y != 1)
+      throw_error("matmul: batch dimensions of ", shape_to_string(shape()), " and ", shape_to_string(o.shape()),
+                  " do not broadcast (", x, " vs ", y, ")");
+  }
   // (..., n, k) @ (..., k, m): broadcast (..., n, 1, k) * (..., 1, m, k) and sum over k.
   Tensor lhs = a.unsqueeze(-2);
   Tensor rhs = b.transpose(-1, -2).unsqueeze(-3);

@@ -603,7 +603,8 @@ bool already_canonical(const UOpRef& root) {
 // join mixed-radix digits, and rebuild in canonical order. Rebuilding a canonical sum gives the same
 // node back, so this reaches a fixed point.
 UOpRef normalize_sum(const UOpRef& root) {
-  if (!is_int(root->dtype) || already_canonical(root)) return {};
+  // uint64 is left alone: its coefficients (e.g. -1 = 2^64-1) are not exact as doubles.
+  if (!is_index_int(root->dtype) || already_canonical(root)) return {};
   if (root->op == Ops::MUL && !is_iconst(root->src[0].get()) && !is_iconst(root->src[1].get())) return {};
   Linear l = Linear::of(root);
   for (int i = 0; i < 64 && merge_digit_pair(l); i++) {
