@@ -13,6 +13,9 @@
 namespace kiln::engine {
 namespace {
 
+// Freed memory kept for reuse is given back to the device beyond this.
+constexpr int64_t kMaxCachedBytes = int64_t{1} << 30;
+
 struct Allocation {
   runtime::Device* device;
   void* ptr;
@@ -69,6 +72,7 @@ void free_allocation(const UOp& buffer) {
   if (it == s.by_id.end()) return;
   s.free_list[{it->second.device, it->second.bytes}].push_back(it->second.ptr);
   s.cached_bytes += static_cast<int64_t>(it->second.bytes);
+  if (s.cached_bytes > kMaxCachedBytes) s.release_cache();
   GlobalCounters::mem_used -= static_cast<int64_t>(it->second.bytes);
   if (env::debug_level() >= 7) fprintf(stderr, "free buffer %lld (%zu bytes)\n", (long long)it->first, it->second.bytes);
   s.by_id.erase(it);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <map>
 #include <mutex>
 
@@ -80,6 +81,8 @@ Device& get_device(const std::string& name) {
   if (!entry.device) {
     entry.device = entry.factory();
     if (!entry.device) throw_error("device factory for ", it->first, " returned no device");
+    if (env::debug_level() >= 1)
+      std::fprintf(stderr, "opened device %s (%d threads)\n", it->first.c_str(), entry.device->max_threads());
   }
   return *entry.device;
 }

@@ -6,7 +6,9 @@
 #include <unordered_map>
 
 #include "kiln/error.h"
+#include "kiln/ir/spec.h"
 #include "kiln/ir/symbolic.h"
+#include "support/env.h"
 #include "schedule/kernelize.h"
 #include "schedule/schedule.h"
 
@@ -133,6 +135,7 @@ UOpRef renumber_ranges(const UOpRef& sink) {
 
 Schedule create_schedule(const std::vector<UOpRef>& roots) {
   Schedule out;
+  if (env::get_int("SPEC", 0) > 0) spec::verify_tensor_graph(UOp::sink(roots));
   for (const UOpRef& r : roots)
     if (is_buffer_view(r.get())) {
       out.becomes[r.get()] = strip_contiguous(r);
