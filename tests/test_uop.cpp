@@ -74,6 +74,19 @@ TEST(UOp, ValueRanges) {
   EXPECT_EQ((r / 4)->vmax(), 3);
 }
 
+TEST(UOp, ValueRangesGiveUpWhereIntegersMayWrap) {
+  UOpRef r = range(2, 0);  // [0, 1]
+  UOpRef u8 = r->cast(dtypes::uint8);
+  UOpRef minus_one = u8 - UOp::const_(dtypes::uint8, 1);  // r = 0 gives 255
+  EXPECT_EQ(minus_one->vmin(), 0);
+  EXPECT_EQ(minus_one->vmax(), 255);
+  UOpRef big = range(4, 1)->cast(dtypes::int8) + UOp::const_(dtypes::int8, 126);  // reaches -128
+  EXPECT_EQ(big->vmin(), -128);
+  UOpRef truthy = (r + 2)->cast(dtypes::bool_);  // never zero: always true
+  EXPECT_EQ(truthy->vmin(), 1);
+  EXPECT_EQ(truthy->vmax(), 1);
+}
+
 TEST(PatternMatcher, MatchesCapturesAndCommutes) {
   const UPat x = UPat::var("x"), c = UPat::cvar("c");
   int hits = 0;
@@ -128,6 +141,12 @@ TEST(GraphRewrite, NonTerminatingRulesAreReported) {
                           return m["x"] + (m["c"]->const_value() == 1 ? 2 : 1);
                         }}}};
   EXPECT_THROW(graph_rewrite(range(4, 0) + 1, flip), Error);
+}
+
+TEST(GraphRewrite, RulesThatRegrowTheirInputAreReported) {
+  const UPat x = UPat::var("x", {dtypes::index});
+  PatternMatcher grow{{{x, [](RewriteCtx*, const Match& m) { return m["x"]->alu(Ops::MAX, {m["x"]}); }}}};
+  EXPECT_THROW(graph_rewrite(range(4, 0), grow), Error);
 }
 
 TEST(GraphRewrite, SubstituteReplacesWithoutDescending) {

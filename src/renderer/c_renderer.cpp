@@ -1,6 +1,7 @@
 // C renderer: one line of C per linearized UOp, with single-use arithmetic inlined into its user.
 // float16/bfloat16 live in memory as 16-bit patterns and in registers as float (each result is
 // rounded back to 16 bits), so the generated C needs neither compiler's half-precision support.
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -53,6 +54,14 @@ static inline unsigned short kiln_float_to_bf16(float f) {
 }
 )";
 
+// An integer CONST exactly as stored (doubles lose integers above 2^53).
+std::string int_literal(int64_t v, DType d) {
+  if (d.scalar == ScalarType::UInt64) return std::to_string(static_cast<uint64_t>(v)) + "ull";
+  if (d.scalar == ScalarType::Int32 && v > INT32_MIN) return std::to_string(v);
+  std::string digits = v == INT64_MIN ? "(-9223372036854775807ll-1)" : std::to_string(v) + "ll";
+  return "((" + d.c_name() + ")" + digits + ")";
+}
+
 std::string literal(double v, DType d) {
   if (d.is_bool()) return v != 0 ? "1" : "0";
   char buf[64];
@@ -65,13 +74,12 @@ std::string literal(double v, DType d) {
     if (s.find_first_of(".e") == std::string::npos) s += ".0";
     return is_double ? s : s + "f";
   }
-  if (d.scalar == ScalarType::UInt64) {
-    std::snprintf(buf, sizeof buf, "%lluull", static_cast<unsigned long long>(v));
-    return buf;
-  }
-  if (d.scalar == ScalarType::Int32 && v > -2147483648.0) return std::to_string(static_cast<long long>(v));
-  std::snprintf(buf, sizeof buf, "%lldll", static_cast<long long>(v));
-  return "((" + d.c_name() + ")" + buf + ")";
+  return int_literal(static_cast<int64_t>(v), d);
+}
+
+std::string const_literal(const UOp& c) {
+  if (const int64_t* i = std::get_if<int64_t>(&c.arg)) return c.dtype.is_bool() ? (*i ? "1" : "0") : int_literal(*i, c.dtype);
+  return literal(c.const_value(), c.dtype);
 }
 
 class CRenderer final : public Renderer {
@@ -109,7 +117,7 @@ class CRenderer final : public Renderer {
           name[u] = v;
           break;
         }
-        case Ops::CONST: name[u] = literal(u->const_value(), u->dtype); break;
+        case Ops::CONST: name[u] = const_literal(*u); break;
         case Ops::BUFFER: {  // a register accumulator
           std::string v = "acc" + std::to_string(u->arg_as<BufferArg>().id);
           line(reg_type(u->dtype.base()) + " " + v + ";");

@@ -55,8 +55,11 @@ UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, RewriteOpts o
       }
       f.stage = 1;
       std::vector<UOpRef> pending;
-      for (const UOpRef& s : f.current->src)
+      for (const UOpRef& s : f.current->src) {
+        // a source still waiting on its own rewrite: a rule rewrote a node into a graph containing it
+        if (waiting.count(s.get())) throw_error("graph_rewrite: a rule rewrote ", op_name(s->op), " into a graph containing it");
         if (!memo.find(s.get())) pending.push_back(s);
+      }
       for (auto it = pending.rbegin(); it != pending.rend(); ++it) stack.push_back({*it, *it, 0, 0});
       continue;
     }

@@ -393,12 +393,14 @@ void UOp::compute_shape() {
 
 // Integer value ranges, the facts the index simplifier reasons with.
 void UOp::compute_range() {
-  vmin_ = dtype.base().min_value();
-  vmax_ = dtype.base().max_value();
+  const double dmin = dtype.base().min_value(), dmax = dtype.base().max_value();
+  vmin_ = dmin;
+  vmax_ = dmax;
   if (dtype.is_float() || dtype.ptr || dtype.scalar == ScalarType::Void) return;
+  // An interval that leaves the dtype may have wrapped around: then nothing is known beyond the
+  // dtype's own range.
   auto clamp = [&](double lo, double hi) {
-    vmin_ = std::max(vmin_, lo);
-    vmax_ = std::min(vmax_, hi);
+    if (lo >= dmin && hi <= dmax && lo <= hi) vmin_ = lo, vmax_ = hi;
   };
   auto s = [&](size_t i) { return src.at(i).get(); };
   switch (op) {
@@ -437,7 +439,13 @@ void UOp::compute_range() {
       else if (s(0)->vmin() >= 0 && s(1)->vmin() >= 0) clamp(0, std::min(s(0)->vmax(), s(1)->vmax()));
       return;
     case Ops::CAST:
-      if (!s(0)->dtype.is_float()) clamp(s(0)->vmin(), s(0)->vmax());
+      if (s(0)->dtype.is_float()) return;
+      if (dtype.is_bool()) {  // nonzero is true
+        bool never_zero = s(0)->vmin() > 0 || s(0)->vmax() < 0, always_zero = s(0)->vmin() == 0 && s(0)->vmax() == 0;
+        clamp(never_zero ? 1 : 0, always_zero ? 0 : 1);
+      } else {
+        clamp(s(0)->vmin(), s(0)->vmax());
+      }
       return;
     default: return;
   }
