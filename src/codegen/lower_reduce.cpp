@@ -15,15 +15,6 @@
 namespace kiln::codegen {
 namespace {
 
-double identity_of(Ops op, DType dtype) {
-  switch (op) {
-    case Ops::ADD: return 0;
-    case Ops::MUL: return 1;
-    case Ops::MAX: return dtype.min_value();
-    default: throw_error("lower_reduces: no identity for ", op_name(op));
-  }
-}
-
 struct ReduceCtx : RewriteCtx {
   int64_t next_acc = 0;
 };
@@ -51,7 +42,7 @@ UOpRef lower_one(ReduceCtx& ctx, const UOpRef& red) {
 
   UOpRef acc = UOp::make(Ops::BUFFER, red->dtype.as_ptr(), {}, BufferArg{ctx.next_acc++, 1, "REG"});
   UOpRef init = UOp::make(Ops::STORE, dtypes::void_,
-                          {scalar_index(after(acc, outer)), UOp::const_(red->dtype, identity_of(op, red->dtype))});
+                          {scalar_index(after(acc, outer)), UOp::const_(red->dtype, reduce_identity(op, red->dtype))});
   std::unordered_map<const UOp*, UOpRef> reopened;
   std::vector<UOpRef> loops;
   for (const UOpRef& r : ranges) {

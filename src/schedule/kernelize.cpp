@@ -15,15 +15,6 @@
 namespace kiln::schedule {
 namespace {
 
-double reduce_identity(Ops op, DType dtype) {
-  switch (op) {
-    case Ops::ADD: return 0;
-    case Ops::MUL: return 1;
-    case Ops::MAX: return dtype.min_value();
-    default: throw_error("reduce: unsupported reduce op ", op_name(op));
-  }
-}
-
 class KernelBuilder {
  public:
   KernelBuilder(const Plan& plan, const std::unordered_map<const UOp*, UOpRef>& buffers, const UOp* root)

@@ -15,28 +15,24 @@ int Tensor::normalize_axis(int axis) const {
   return axis < 0 ? axis + n : axis;
 }
 
-Tensor Tensor::reshape(Shape to) const {
+Shape resolve_shape(Shape shape, int64_t numel, const std::string& what) {
+  const Shape requested = shape;
   int infer = -1;
   int64_t known = 1;
-  for (size_t i = 0; i < to.size(); i++) {
-    if (to[i] == -1) {
-      if (infer >= 0) throw_error("reshape: only one dimension can be -1, got ", shape_to_string(to));
-      infer = static_cast<int>(i);
-    } else if (to[i] < 0) {
-      throw_error("reshape: negative dimension in ", shape_to_string(to));
-    } else {
-      known *= to[i];
-    }
+  for (size_t i = 0; i < shape.size(); i++) {
+    if (shape[i] == -1 && infer < 0) infer = static_cast<int>(i);
+    else if (shape[i] < 0) throw_error(what, " to ", shape_to_string(requested), ": at most one dimension may be -1, others >= 0");
+    else known *= shape[i];
   }
-  if (infer >= 0) {
-    if (known == 0 || numel() % known != 0)
-      throw_error("reshape: cannot reshape ", shape_to_string(shape()), " (", numel(), " elements) to ",
-                  shape_to_string(to));
-    to[infer] = numel() / known;
-  }
-  if (kiln::prod(to) != numel())
-    throw_error("reshape: cannot reshape ", shape_to_string(shape()), " (", numel(), " elements) to ",
-                shape_to_string(to), " (", kiln::prod(to), " elements)");
+  if (infer >= 0) shape[infer] = known != 0 && numel % known == 0 ? numel / known : -1;
+  if ((infer >= 0 && shape[infer] < 0) || kiln::prod(shape) != numel)
+    throw_error(what, " to ", shape_to_string(requested), ": the element counts differ");
+  return shape;
+}
+
+Tensor Tensor::reshape(Shape to) const {
+  to = resolve_shape(std::move(to), numel(),
+                     "reshape: cannot reshape " + shape_to_string(shape()) + " (" + std::to_string(numel()) + " elements)");
   if (to == shape()) return *this;
   return Tensor(UOp::make(Ops::RESHAPE, dtype(), {uop()}, to));
 }

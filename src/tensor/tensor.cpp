@@ -87,22 +87,8 @@ Tensor tensor_from_bytes(const void* data, size_t bytes, DType dtype, Shape shap
 
 template <class T>
 Tensor Tensor::from_vector(std::vector<T> values, Shape shape) {
-  const int64_t n = static_cast<int64_t>(values.size());
-  int infer = -1;
-  int64_t known = 1;
-  for (size_t i = 0; i < shape.size(); i++) {
-    if (shape[i] == -1) {
-      if (infer >= 0) throw_error("from_vector: only one dimension can be -1, got ", shape_to_string(shape));
-      infer = static_cast<int>(i);
-    } else if (shape[i] < 0) {
-      throw_error("from_vector: negative dimension in ", shape_to_string(shape));
-    } else {
-      known *= shape[i];
-    }
-  }
-  if (infer >= 0 && known != 0 && n % known == 0) shape[infer] = n / known;
-  if (kiln::prod(shape) != n)
-    throw_error("from_vector: ", n, " values do not fill shape ", shape_to_string(shape));
+  shape = resolve_shape(std::move(shape), static_cast<int64_t>(values.size()),
+                        "from_vector: cannot shape " + std::to_string(values.size()) + " values");
   if constexpr (std::is_same_v<T, bool>) {
     std::vector<uint8_t> bytes(values.begin(), values.end());  // std::vector<bool> packs bits
     return tensor_from_bytes(bytes.data(), bytes.size(), dtypes::bool_, shape);

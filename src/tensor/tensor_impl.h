@@ -30,6 +30,9 @@ class TensorRegistry {
   std::vector<std::weak_ptr<TensorImpl>> tensors_;
 };
 
+// `shape` with its one -1 (if any) inferred so it holds `numel` elements; errors start with `what`.
+Shape resolve_shape(Shape shape, int64_t numel, const std::string& what);
+
 // Host data → a new buffer on the default device, as a tensor of `shape`.
 Tensor tensor_from_bytes(const void* data, size_t bytes, DType dtype, Shape shape);
 

@@ -112,6 +112,15 @@ std::string_view op_name(Ops op) {
   return names[static_cast<int>(op)];
 }
 
+double reduce_identity(Ops op, DType dtype) {
+  switch (op) {
+    case Ops::ADD: return 0;
+    case Ops::MUL: return 1;
+    case Ops::MAX: return dtype.min_value();
+    default: throw_error("reduce: ", op_name(op), " is not a reduce op (ADD, MUL or MAX)");
+  }
+}
+
 int64_t prod(const Shape& s) {
   int64_t p = 1;
   for (int64_t x : s) p *= x;

@@ -160,6 +160,8 @@ void on_uop_release(Ops op, std::function<void(const UOp&)> hook);
 size_t live_uop_count();
 
 int64_t prod(const Shape& s);
+// The value a reduction starts from: 0 for ADD, 1 for MUL, the dtype's lowest value for MAX.
+double reduce_identity(Ops op, DType dtype);
 std::string shape_to_string(const Shape& s);
 
 }  // namespace kiln
