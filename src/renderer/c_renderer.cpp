@@ -1,6 +1,7 @@
 // C renderer: one line of C per linearized UOp, with single-use arithmetic inlined into its user.
 // float16/bfloat16 live in memory as 16-bit patterns and in registers as float (each result is
 // rounded back to 16 bits), so the generated C needs neither compiler's half-precision support.
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,8 @@
 
 namespace kiln::renderer {
 namespace {
+
+constexpr int kMaxInlineDepth = 16;
 
 bool is_half(DType d) { return d.scalar == ScalarType::Float16 || d.scalar == ScalarType::BFloat16; }
 std::string half_suffix(DType d) { return d.scalar == ScalarType::Float16 ? "half" : "bf16"; }
@@ -94,6 +97,7 @@ class CRenderer final : public Renderer {
       halves |= is_half(u->dtype);
     }
     std::unordered_map<const UOp*, std::string> name;  // the C expression or variable for each node
+    std::unordered_map<const UOp*, int> nesting;       // how deep each inlined expression is
     std::ostringstream head, body;
     head << kPreamble << (halves ? kHalfPreamble : "");
     head << "void " << k.name << "(void** restrict bufs, const long long* restrict vals, int core_id) {\n";
@@ -173,8 +177,16 @@ class CRenderer final : public Renderer {
         }
         default: {
           std::string expr = alu(u, name);
-          if (uses[u] == 1 && u->op != Ops::LOAD) name[u] = expr;
-          else var(u, "alu", expr);
+          // Inline single-use results, but not without limit: a deep chain would become one
+          // expression too deeply nested for the C compiler.
+          int d = 1;
+          for (const UOpRef& src : u->src) d = std::max(d, 1 + nesting[src.get()]);
+          if (uses[u] == 1 && d <= kMaxInlineDepth) {
+            name[u] = expr;
+            nesting[u] = d;
+          } else {
+            var(u, "alu", expr);
+          }
         }
       }
     }

@@ -3,6 +3,7 @@
 //   SINK( END( STORE( INDEX(PARAM0, idx), value ), loop ranges... ) )
 #include <algorithm>
 #include <atomic>
+#include <deque>
 #include <unordered_map>
 
 #include "kiln/error.h"
@@ -24,7 +25,7 @@ class KernelBuilder {
   UOpRef build(std::vector<UOpRef>& bufs) {
     const Access& own = plan_.own.at(root_);
     param_for(buffers_.at(root_));
-    UOpRef value = lower(root_->op == Ops::CONTIGUOUS ? root_->src[0].get() : root_, own, true);
+    UOpRef value = lower_root(root_->op == Ops::CONTIGUOUS ? root_->src[0].get() : root_, own);
     const UOpRef& out = buffers_.at(root_);
     UOpRef store = UOp::make(Ops::STORE, dtypes::void_,
                              {index(param_for(out), flat_index(own.idx, root_->shape_or_throw()), own.valid), value});
@@ -54,50 +55,85 @@ class KernelBuilder {
     return UOp::make(Ops::LOAD, buffer->dtype.base(), {index(param_for(buffer), flat, valid)});
   }
 
-  // The kernel expression for `u` read at access `a`.
-  UOpRef lower(const UOp* u, const Access& a, bool is_root = false) {
-    auto key = std::make_pair(u, key_of(a));
-    if (!is_root)
-      if (auto it = memo_.find(key); it != memo_.end()) return it->second;
-    UOpRef r = lower_uncached(u, a, is_root);
-    memo_[key] = r;
-    return r;
+  // What computing `u` at access `a` reads: (node, access) pairs. Loads and constants read nothing.
+  std::vector<std::pair<const UOp*, Access>> reads_of(const UOp* u, const Access& a, bool is_root) {
+    if (u->op == Ops::BUFFER || u->op == Ops::CONST || (!is_root && buffers_.count(u))) return {};
+    if (group::Movement.has(u->op)) return {{u->src[0].get(), apply_movement_op(*u, a)}};
+    if (u->op == Ops::REDUCE) {
+      const Shape& in_shape = u->src[0]->shape_or_throw();
+      const auto& ranges = plan_.reduce_ranges.at({u, key_of(a)});
+      Access in = a;
+      size_t next = 0;
+      for (int64_t axis : u->arg_as<ReduceArg>().axes) {
+        if (in_shape[axis] == 0) return {};  // an empty reduction is its identity
+        if (in_shape[axis] != 1) in.idx[axis] = ranges[next++];
+      }
+      return {{u->src[0].get(), in}};
+    }
+    std::vector<std::pair<const UOp*, Access>> reads;
+    for (const UOpRef& s : u->src) reads.push_back({s.get(), a});
+    return reads;
   }
 
-  UOpRef lower_uncached(const UOp* u, const Access& a, bool is_root) {
+  // The kernel expression for `u` at access `a`, given the expressions of what it reads.
+  UOpRef combine(const UOp* u, const Access& a, bool is_root, std::vector<UOpRef> inputs) {
     if (u->op == Ops::BUFFER) return load(u->ref(), a.idx[0], a.valid);
     if (!is_root && buffers_.count(u)) return load(buffers_.at(u), flat_index(a.idx, u->shape_or_throw()), a.valid);
     if (u->op == Ops::CONST) return u->ref();
     if (u->op == Ops::PAD) {
       UOpRef cond;
-      Access in = apply_movement_op(*u, a, &cond);
-      UOpRef inner = lower(u->src[0].get(), in);
-      return cond == true_const() ? inner : UOp::make(Ops::WHERE, u->dtype, {cond, inner, u->ref()->const_like(0)});
+      apply_movement_op(*u, a, &cond);
+      return cond == true_const() ? inputs[0] : UOp::make(Ops::WHERE, u->dtype, {cond, inputs[0], u->const_like(0)});
     }
-    if (group::Movement.has(u->op)) return lower(u->src[0].get(), apply_movement_op(*u, a));
+    if (group::Movement.has(u->op) || u->op == Ops::CONTIGUOUS || u->op == Ops::DETACH) return inputs[0];
     if (u->op == Ops::REDUCE) {
-      const auto& ranges = plan_.reduce_ranges.at({u, key_of(a)});
       const Ops op = u->arg_as<ReduceArg>().op;
-      Access in = a;
-      const Shape& in_shape = u->src[0]->shape_or_throw();
-      size_t next = 0;
-      for (int64_t axis : u->arg_as<ReduceArg>().axes) {
-        if (in_shape[axis] == 0) return UOp::const_(u->dtype, reduce_identity(op, u->dtype));
-        if (in_shape[axis] != 1) in.idx[axis] = ranges[next++];
-      }
-      UOpRef value = lower(u->src[0].get(), in);
-      if (ranges.empty()) return value;
-      std::vector<UOpRef> src{value};
+      if (inputs.empty()) return UOp::const_(u->dtype, reduce_identity(op, u->dtype));
+      const auto& ranges = plan_.reduce_ranges.at({u, key_of(a)});
+      if (ranges.empty()) return inputs[0];
+      std::vector<UOpRef> src{inputs[0]};
       src.insert(src.end(), ranges.begin(), ranges.end());
       return UOp::make(Ops::REDUCE, u->dtype, std::move(src), ReduceArg{op, {}});
     }
-    if (u->op == Ops::CONTIGUOUS || u->op == Ops::DETACH) return lower(u->src[0].get(), a);
-    if (group::Elementwise.has(u->op)) {
-      std::vector<UOpRef> src;
-      for (const UOpRef& s : u->src) src.push_back(lower(s.get(), a));
-      return UOp::make(u->op, u->dtype, std::move(src), u->arg);
-    }
+    if (group::Elementwise.has(u->op)) return UOp::make(u->op, u->dtype, std::move(inputs), u->arg);
     throw_error("schedule: cannot put ", op_name(u->op), " in a kernel");
+  }
+
+  // The kernel expression for the root at its own access. Iterative, with a memo per (node, access),
+  // so deep graphs don't overflow the stack and shared subexpressions are built once.
+  UOpRef lower_root(const UOp* root, const Access& own) {
+    struct Frame {
+      const UOp* u;
+      const Access* a;  // points into keep_
+      bool is_root;
+      std::vector<std::pair<const UOp*, const Access*>> reads;
+      size_t next = 0;
+    };
+    auto memo_key = [](const UOp* u, const Access& a) { return std::make_pair(u, key_of(a)); };
+    auto kept = [&](Access a) -> const Access* { return &keep_.emplace_back(std::move(a)); };
+    auto frame = [&](const UOp* u, const Access* a, bool is_root) {
+      Frame f{u, a, is_root, {}, 0};
+      for (auto& [node, access] : reads_of(u, *a, is_root)) f.reads.push_back({node, kept(std::move(access))});
+      return f;
+    };
+    std::vector<Frame> stack;
+    stack.push_back(frame(root, kept(own), true));
+    UOpRef result;
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      if (f.next < f.reads.size()) {
+        auto [u, a] = f.reads[f.next++];
+        if (!memo_.count(memo_key(u, *a))) stack.push_back(frame(u, a, false));
+        continue;
+      }
+      std::vector<UOpRef> inputs;
+      for (auto [u, a] : f.reads) inputs.push_back(memo_.at(memo_key(u, *a)));
+      UOpRef value = combine(f.u, *f.a, f.is_root, std::move(inputs));
+      if (f.is_root) result = value;
+      else memo_[memo_key(f.u, *f.a)] = value;
+      stack.pop_back();
+    }
+    return result;
   }
 
   const Plan& plan_;
@@ -105,6 +141,7 @@ class KernelBuilder {
   const UOp* root_;
   std::vector<UOpRef> params_;
   std::map<std::pair<const UOp*, AccessKey>, UOpRef> memo_;
+  std::deque<Access> keep_;  // every access a memo key points into (a deque: pointers stay valid)
 };
 
 // Renumbers a kernel's ranges 0..n in a fixed order (loops by axis, then reductions as they

@@ -4,12 +4,9 @@
 // it must be: a root or CONTIGUOUS, a reduction that is broadcast again, or an expensive node read
 // in several different ways.
 #include <algorithm>
-#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "kiln/error.h"
-#include "kiln/ir/symbolic.h"
 #include "schedule/indexing.h"
 #include "schedule/kernelize.h"
 #include "schedule/schedule.h"
