@@ -33,8 +33,6 @@ UOpRef lower_reduces(const UOpRef& ast);
 std::vector<UOpRef> linearize(const UOpRef& sink);
 // Estimated ALU operations of a linearized kernel (each op times the trip count of its loops).
 double estimate_flops(const std::vector<UOpRef>& linear);
-// Kernel name from its ranges: "r_16_16"; `colored` adds ANSI colors by axis kind.
-std::string kernel_name(const UOpRef& ast, bool colored);
 
 Program to_program(const UOpRef& ast, const Target& target);
 

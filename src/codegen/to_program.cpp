@@ -1,49 +1,10 @@
 // The codegen pipeline, in order. Each step's output is printable (DEBUG=5 AST, 6 linear UOps).
-#include <algorithm>
-#include <set>
-#include <unordered_map>
-
 #include "codegen/codegen.h"
 #include "kiln/ir/spec.h"
 #include "kiln/ir/symbolic.h"
 #include "support/env.h"
 
 namespace kiln::codegen {
-namespace {
-
-const char* axis_color(AxisType t) {
-  switch (t) {
-    case AxisType::THREAD: return "\033[34m";  // blue: parallel over cores
-    case AxisType::LOOP: return "\033[36m";    // cyan: a plain loop
-    case AxisType::REDUCE: return "\033[31m";  // red: reduction
-    case AxisType::UPCAST: return "\033[33m";  // yellow: vectorized
-    case AxisType::UNROLL: return "\033[35m";  // magenta: unrolled reduction
-  }
-  return "";
-}
-
-}  // namespace
-
-std::string kernel_name(const UOpRef& ast, bool colored) {
-  std::vector<const UOp*> ranges;
-  for (const UOp* u : ast->toposort())
-    if (u->op == Ops::RANGE) ranges.push_back(u);
-  std::stable_sort(ranges.begin(), ranges.end(), [](const UOp* a, const UOp* b) {
-    return a->arg_as<RangeArg>().id < b->arg_as<RangeArg>().id;
-  });
-  bool reduces = std::any_of(ranges.begin(), ranges.end(),
-                             [](const UOp* r) { return r->arg_as<RangeArg>().type == AxisType::REDUCE; });
-  std::string name = reduces ? "r" : "E";
-  std::set<int64_t> seen;
-  for (const UOp* r : ranges) {
-    if (!seen.insert(r->arg_as<RangeArg>().id).second) continue;  // a reopened loop appears once
-    std::string size = std::to_string(static_cast<int64_t>(r->src[0]->const_value()));
-    name += "_";
-    name += colored ? axis_color(r->arg_as<RangeArg>().type) + size + "\033[0m" : size;
-  }
-  if (ranges.empty()) name += "_1";
-  return name;
-}
 
 double estimate_flops(const std::vector<UOpRef>& linear) {
   double flops = 0, trips = 1;

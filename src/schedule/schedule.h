@@ -31,9 +31,6 @@ Schedule create_schedule(const std::vector<UOpRef>& roots);
 // The ScheduleItem view of each CALL in a LINEAR.
 std::vector<ScheduleItem> schedule_items(const UOpRef& linear);
 
-// tinygrad-style kernel name from its AST: "r_16_16" (E_ elementwise, r_ with a reduction).
-std::string kernel_name(const UOpRef& kernel_sink);
-
 // Allocates a fresh BUFFER UOp id.
 int64_t next_buffer_id();
 

@@ -18,22 +18,6 @@ std::string ScheduleItem::str() const {
 
 namespace schedule {
 
-std::string kernel_name(const UOpRef& kernel_sink) {
-  std::vector<const UOp*> ranges;
-  for (const UOp* u : kernel_sink->toposort())
-    if (u->op == Ops::RANGE) ranges.push_back(u);
-  std::sort(ranges.begin(), ranges.end(), [](const UOp* a, const UOp* b) {
-    return a->arg_as<RangeArg>().id < b->arg_as<RangeArg>().id;
-  });
-  bool reduces = false;
-  std::string sizes;
-  for (const UOp* r : ranges) {
-    reduces |= r->arg_as<RangeArg>().type == AxisType::REDUCE;
-    sizes += "_" + std::to_string(static_cast<int64_t>(r->src[0]->const_value()));
-  }
-  return (reduces ? "r" : "E") + (sizes.empty() ? std::string("_1") : sizes);
-}
-
 std::vector<ScheduleItem> schedule_items(const UOpRef& linear) {
   std::vector<ScheduleItem> items;
   for (const UOpRef& call : linear->src) {

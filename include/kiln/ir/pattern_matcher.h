@@ -124,5 +124,8 @@ UOpRef substitute(const UOpRef& root, const std::unordered_map<const UOp*, UOpRe
 std::string print_graph(const UOpRef& root);
 // One node as an expression when it is small (index math), else its op name.
 std::string render_expr(const UOpRef& u);
+// A kernel's name from its ranges, as tinygrad names kernels: "r_16_16" (E_ when nothing reduces);
+// `colored` colors each axis by kind with ANSI codes (blue thread, cyan loop, red reduce).
+std::string kernel_name(const UOpRef& kernel_ast, bool colored = false);
 
 }  // namespace kiln
