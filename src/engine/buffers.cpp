@@ -100,12 +100,6 @@ void* buffer_address(const UOp& buffer) {
   return ptr;
 }
 
-bool is_allocated(const UOp& buffer) {
-  Store& s = store();
-  std::lock_guard lock(s.mu);
-  return s.by_id.count(buffer.arg_as<BufferArg>().id) > 0;
-}
-
 void copyin(const UOp& buffer, const void* src, size_t bytes) {
   if (bytes != buffer_bytes(buffer)) throw_error("copyin: buffer holds ", buffer_bytes(buffer), " bytes, got ", bytes);
   void* dst = buffer_address(buffer);

@@ -9,7 +9,6 @@ namespace kiln::engine {
 
 // The device address of `buffer`'s memory, allocating it if needed.
 void* buffer_address(const UOp& buffer);
-bool is_allocated(const UOp& buffer);
 size_t buffer_bytes(const UOp& buffer);
 void copyin(const UOp& buffer, const void* src, size_t bytes);
 void copyout(const UOp& buffer, void* dst, size_t bytes);
