@@ -110,3 +110,27 @@ TEST(Codegen, KernelNamesColorAxesByKind) {
   codegen::Program p = program_of(a.sum({1}));
   EXPECT_NE(p.display_name.find("\033[31m8"), std::string::npos);  // the reduce axis in red
 }
+
+TEST(Codegen, ReductionsAreUpcastAndTheResultsDoNotChange) {
+  // The same computations with opts and with NOOPT=1 must agree; the optimized ones are upcast.
+  Tensor::manual_seed(7);
+  Tensor a = Tensor::randn({24, 40}).realize(), b = Tensor::randn({40, 32}).realize();
+  Tensor c = Tensor::randn({3, 8, 16}).realize();
+  auto build = [](const Tensor& a, const Tensor& b, const Tensor& c) {
+    return std::vector<Tensor>{a.matmul(b), a.sum({0}), a.sum({1}), (c * 2.0f).max({2}), c.sum({1}).exp(), a.softmax(1)};
+  };
+  EXPECT_EQ(program_of(a.matmul(b)).opts.back().rfind("UPCAST", 0), 0u);
+  std::vector<Tensor> fast = build(a, b, c);
+  // Copies of the inputs in new buffers, so hash-consing does not hand back the optimized results.
+  Tensor a2 = (a + 0.0f).realize(), b2 = (b + 0.0f).realize(), c2 = (c + 0.0f).realize();
+  std::vector<std::vector<float>> plain;
+  {
+    env::ScopedEnv noopt("NOOPT", "1");
+    for (const Tensor& e : build(a2, b2, c2)) plain.push_back(e.to_vector<float>());
+  }
+  for (size_t k = 0; k < fast.size(); k++) {
+    std::vector<float> f = fast[k].to_vector<float>();
+    ASSERT_EQ(f.size(), plain[k].size());
+    for (size_t i = 0; i < f.size(); i++) EXPECT_NEAR(f[i], plain[k][i], 1e-4 * (1 + std::abs(plain[k][i]))) << k << " " << i;
+  }
+}

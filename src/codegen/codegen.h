@@ -25,9 +25,11 @@ struct Target {
   bool optimize = true;      // false with NOOPT=1
 };
 
-// Applies the kernel optimizations: THREAD on the outermost loop when the work is large enough.
+// Chooses and applies the kernel optimizations (THREAD, UPCAST); `applied` lists them.
 UOpRef apply_opts(const UOpRef& ast, const Target& target, std::vector<std::string>& applied, int64_t& threads);
-// REDUCE → accumulator register: initialize, update in its loops, read after them.
+// UPCAST ranges → copies of the statements that use them, one per value of the range.
+UOpRef expand_upcasts(const UOpRef& sink);
+// REDUCE → accumulator registers: initialize, update in their loops, read after them.
 UOpRef lower_reduces(const UOpRef& ast);
 // Flat list in program order: loops open right before they're needed and close right after.
 std::vector<UOpRef> linearize(const UOpRef& sink);

@@ -1,9 +1,12 @@
-// REDUCE → an accumulator register, the way a C programmer writes a reduction:
+// REDUCE → accumulator registers, the way a C programmer writes a reduction:
 //   acc = identity;                      (inside the loops the result depends on)
 //   for (r...) acc = acc <op> x;
 //   ... acc ...                          (read after the loops close)
-// Ordering is carried by data edges: the reduce RANGEs depend on the initializing STORE, the
-// update reads the accumulator AFTER its ranges open, and the result reads it AFTER the END.
+// Reductions over the same ranges (the copies an UPCAST makes) share one loop that updates all
+// their accumulators. Ordering is carried by data edges: the loop's RANGEs depend on the
+// initializing STOREs, each update reads its accumulator AFTER the ranges open, and each result
+// reads it AFTER the END.
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -15,10 +18,6 @@
 namespace kiln::codegen {
 namespace {
 
-struct ReduceCtx : RewriteCtx {
-  int64_t next_acc = 0;
-};
-
 UOpRef scalar_index(const UOpRef& buf) {
   return UOp::make(Ops::INDEX, buf->dtype, {buf, UOp::const_(dtypes::index, 0)});
 }
@@ -29,45 +28,68 @@ UOpRef after(const UOpRef& buf, std::vector<UOpRef> deps) {
   return UOp::make(Ops::AFTER, buf->dtype, std::move(deps));
 }
 
-UOpRef lower_one(ReduceCtx& ctx, const UOpRef& red) {
-  const Ops op = red->arg_as<ReduceArg>().op;
-  const UOpRef& value = red->src[0];
-  std::vector<UOpRef> ranges(red->src.begin() + 1, red->src.end());
-  // The loops outside the reduction that its value depends on: the accumulator lives in them.
-  std::vector<UOpRef> outer;
+// Lowers reductions that share `ranges`, adding each one's replacement to `replace`.
+void lower_group(const std::vector<const UOp*>& reduces, const std::vector<UOpRef>& ranges, int64_t& next_acc,
+                 std::unordered_map<const UOp*, UOpRef>& replace) {
   std::set<const UOp*> own;
   for (const UOpRef& r : ranges) own.insert(r.get());
-  for (const UOpRef& r : live_ranges(value))
-    if (!own.count(r.get())) outer.push_back(r);
-
-  UOpRef acc = UOp::make(Ops::BUFFER, red->dtype.as_ptr(), {}, BufferArg{ctx.next_acc++, 1, "REG"});
-  UOpRef init = UOp::make(Ops::STORE, dtypes::void_,
-                          {scalar_index(after(acc, outer)), UOp::const_(red->dtype, reduce_identity(op, red->dtype))});
+  std::vector<UOpRef> accs, inits;
+  for (const UOp* red : reduces) {
+    // The accumulator is reset in the loops outside the reduction that its value depends on.
+    std::vector<UOpRef> outer;
+    for (const UOpRef& r : live_ranges(red->src[0]))
+      if (!own.count(r.get())) outer.push_back(r);
+    accs.push_back(UOp::make(Ops::BUFFER, red->dtype.as_ptr(), {}, BufferArg{next_acc++, 1, "REG"}));
+    UOpRef identity = UOp::const_(red->dtype, reduce_identity(red->arg_as<ReduceArg>().op, red->dtype));
+    inits.push_back(UOp::make(Ops::STORE, dtypes::void_, {scalar_index(after(accs.back(), outer)), identity}));
+  }
   std::unordered_map<const UOp*, UOpRef> reopened;
   std::vector<UOpRef> loops;
   for (const UOpRef& r : ranges) {
-    loops.push_back(UOp::make(Ops::RANGE, r->dtype, {r->src[0], init}, r->arg));
+    std::vector<UOpRef> src{r->src[0]};
+    src.insert(src.end(), inits.begin(), inits.end());
+    loops.push_back(UOp::make(Ops::RANGE, r->dtype, std::move(src), r->arg));
     reopened[r.get()] = loops.back();
   }
-  UOpRef x = substitute(value, reopened);
-  UOpRef current = UOp::make(Ops::LOAD, red->dtype, {scalar_index(after(acc, loops))});
-  UOpRef update = UOp::make(Ops::STORE, dtypes::void_,
-                            {scalar_index(acc), UOp::make(op, red->dtype, {current, x})});
-  std::vector<UOpRef> end_src{update};
+  std::vector<UOpRef> updates;
+  for (size_t i = 0; i < reduces.size(); i++) {
+    const UOp* red = reduces[i];
+    UOpRef x = substitute(red->src[0], reopened);
+    UOpRef current = UOp::make(Ops::LOAD, red->dtype, {scalar_index(after(accs[i], loops))});
+    UOpRef combined = UOp::make(red->arg_as<ReduceArg>().op, red->dtype, {current, x});
+    updates.push_back(UOp::make(Ops::STORE, dtypes::void_, {scalar_index(accs[i]), combined}));
+  }
+  std::vector<UOpRef> end_src{updates.size() == 1 ? updates[0] : UOp::make(Ops::GROUP, dtypes::void_, updates)};
   end_src.insert(end_src.end(), loops.begin(), loops.end());
-  UOpRef end = UOp::make(Ops::END, dtypes::void_, end_src);
-  return UOp::make(Ops::LOAD, red->dtype, {scalar_index(after(acc, {end}))});
+  UOpRef end = UOp::make(Ops::END, dtypes::void_, std::move(end_src));
+  for (size_t i = 0; i < reduces.size(); i++)
+    replace[reduces[i]] = UOp::make(Ops::LOAD, reduces[i]->dtype, {scalar_index(after(accs[i], {end}))});
 }
 
 }  // namespace
 
 UOpRef lower_reduces(const UOpRef& ast) {
-  static const PatternMatcher pm{{
-      {UPat(Ops::REDUCE).named("red"),
-       [](RewriteCtx* ctx, const Match& m) { return lower_one(ctx->as<ReduceCtx>(), m["red"]); }},
-  }};
-  ReduceCtx ctx;
-  return graph_rewrite(ast, pm, {.ctx = &ctx});
+  UOpRef k = ast;
+  int64_t next_acc = 0;
+  // Innermost reductions first: an outer reduction's value then holds the inner one's loop.
+  while (true) {
+    std::unordered_map<const UOp*, bool> reduce_below;
+    std::vector<std::pair<std::vector<UOpRef>, std::vector<const UOp*>>> groups;  // by ranges, first seen first
+    for (const UOp* u : k->toposort()) {
+      bool below = false;
+      for (const UOpRef& s : u->src) below |= s->op == Ops::REDUCE || reduce_below[s.get()];
+      reduce_below[u] = below;
+      if (u->op != Ops::REDUCE || below) continue;
+      std::vector<UOpRef> ranges(u->src.begin() + 1, u->src.end());
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == ranges; });
+      if (it == groups.end()) groups.push_back({ranges, {u}});
+      else it->second.push_back(u);
+    }
+    if (groups.empty()) return k;
+    std::unordered_map<const UOp*, UOpRef> replace;
+    for (const auto& [ranges, reduces] : groups) lower_group(reduces, ranges, next_acc, replace);
+    k = substitute(k, replace);
+  }
 }
 
 }  // namespace kiln::codegen

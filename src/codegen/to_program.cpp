@@ -33,7 +33,7 @@ Program to_program(const UOpRef& ast, const Target& target) {
   k = apply_opts(k, target, p.opts, p.threads);
   p.name = kernel_name(k, false);
   p.display_name = kernel_name(k, true);
-  k = simplify(lower_reduces(k));
+  k = simplify(lower_reduces(expand_upcasts(k)));
   p.linear = linearize(k);
   if (check) spec::verify_linear(p.linear);
   p.flops = estimate_flops(p.linear);

@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 #include "codegen/codegen.h"
@@ -55,12 +56,13 @@ class KernelCache {
  public:
   CompiledKernel& get(const UOpRef& ast, runtime::Device& dev) {
     std::lock_guard lock(mu_);
-    auto key = std::make_pair(ast.get(), dev.name());
+    const bool optimize = env::get_int("NOOPT", 0) == 0;
+    auto key = std::make_tuple(ast.get(), dev.name(), optimize);
     if (auto it = cache_.find(key); it != cache_.end()) return *it->second.second;
     auto k = std::make_unique<CompiledKernel>();
     const int debug = env::debug_level();
     if (debug >= 5) fprintf(stderr, "%s", print_graph(ast).c_str());
-    codegen::Target target{&renderer::c_renderer(), dev.max_threads(), env::get_int("NOOPT", 0) == 0};
+    codegen::Target target{&renderer::c_renderer(), dev.max_threads(), optimize};
     k->program = codegen::to_program(ast, target);
     if (debug >= 3) {
       fprintf(stderr, "%s opts:", k->program.display_name.c_str());
@@ -91,7 +93,8 @@ class KernelCache {
 
  private:
   std::mutex mu_;
-  std::map<std::pair<const UOp*, std::string>, std::pair<UOpRef, std::unique_ptr<CompiledKernel>>> cache_;
+  // by (kernel AST, device, optimized?)
+  std::map<std::tuple<const UOp*, std::string, bool>, std::pair<UOpRef, std::unique_ptr<CompiledKernel>>> cache_;
 };
 
 KernelCache& kernel_cache() {

@@ -113,7 +113,7 @@ class CRenderer final : public Renderer {
     for (const UOpRef& ref : k.linear) {
       const UOp* u = ref.get();
       switch (u->op) {
-        case Ops::SINK: case Ops::NOOP: break;
+        case Ops::SINK: case Ops::GROUP: case Ops::NOOP: break;
         case Ops::PARAM: {
           std::string v = "data" + std::to_string(u->arg_as<int64_t>());
           head << "  " << mem_type(u->dtype) << "* restrict " << v << " = (" << mem_type(u->dtype) << "*)bufs["

@@ -9,7 +9,7 @@ namespace kiln {
 
 #define KILN_OPS(X)                                                                   \
   /* defines */ X(PARAM) X(BUFFER) X(CONST) X(RANGE) X(SPECIAL)                          \
-  /* structure */ X(SINK) X(END) X(AFTER) X(NOOP)                                      \
+  /* structure */ X(SINK) X(GROUP) X(END) X(AFTER) X(NOOP)                              \
   /* schedule */ X(CALL) X(LINEAR)                                                       \
   /* memory */ X(INDEX) X(LOAD) X(STORE) X(COPY)                                       \
   /* movement */ X(RESHAPE) X(PERMUTE) X(EXPAND) X(PAD) X(SHRINK) X(FLIP)             \
