@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Builds and runs the benchmarks; figures go to bench/results/. The matmul reference is NumPy's
-# (OpenBLAS) on the same machine in the same run, from Debian's python3-numpy.
+# Builds and runs the benchmarks; figures go to bench/results/. The matmul reference is NumPy on
+# OpenBLAS (Debian's python3-numpy and libopenblas0-pthread; without the latter NumPy falls back
+# to the slow reference BLAS) on the same machine in the same run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-dpkg -s python3-numpy >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq python3-numpy; }
+for p in python3-numpy libopenblas0-pthread; do
+  dpkg -s "$p" >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq "$p"; }
+done
 bash scripts/build.sh release
 mkdir -p bench/results
 ./build/release/bench/spine bench/results/spine.txt
