@@ -466,6 +466,15 @@ inline void PrintTo(const DType& d, std::ostream* os) { *os << d.name(); }
 
 namespace kt {
 
+// Random values that `dt` holds exactly: 0/1 for bool, [unsigned_lo, 100] for unsigned types,
+// [-100, 100] for signed ones, multiples of 1/4 in [-8, 8] for floats.
+inline ref::NdArray random_for(kiln::DType dt, const ref::Shape& s, uint64_t seed, int64_t unsigned_lo = 0) {
+  if (dt.is_bool()) return ref::random_int(s, seed, 0, 1);
+  if (dt.is_unsigned()) return ref::random_int(s, seed, unsigned_lo, 100);
+  if (dt.is_int()) return ref::random_int(s, seed, -100, 100);
+  return ref::random_grid(s, seed, -8, 8, 0.25);
+}
+
 using kiln::DType;
 using kiln::Tensor;
 using ref::NdArray;

@@ -69,10 +69,7 @@ class CreationPerDtype : public ::testing::TestWithParam<DType> {};
 
 TEST_P(CreationPerDtype, FromVectorRoundTrips) {
   DType dt = GetParam();
-  NdArray a = dt.is_bool()       ? ref::random_int({2, 3}, 1, 0, 1)
-              : dt.is_unsigned() ? ref::random_int({2, 3}, 1, 0, 100)
-              : dt.is_int()      ? ref::random_int({2, 3}, 1, -100, 100)
-                                 : ref::random_grid({2, 3}, 1, -8, 8, 0.25);
+  NdArray a = kt::random_for(dt, {2, 3}, 1);
   Tensor t = kt::make(a, dt);
   EXPECT_EQ(t.dtype(), dt);
   EXPECT_EQ(t.shape(), (Shape{2, 3}));

@@ -191,10 +191,7 @@ class ReducePerDtype : public ::testing::TestWithParam<DType> {};
 
 TEST_P(ReducePerDtype, MaxMinKeepDtypeSumMatches) {
   DType dt = GetParam();
-  NdArray x = dt.is_bool()       ? ref::random_int({5, 7}, 1300, 0, 1)
-              : dt.is_unsigned() ? ref::random_int({5, 7}, 1300, 0, 100)
-              : dt.is_int()      ? ref::random_int({5, 7}, 1300, -100, 100)
-                                 : ref::random_grid({5, 7}, 1300, -8, 8, 0.25);
+  NdArray x = kt::random_for(dt, {5, 7}, 1300);
   Tensor t = kt::make(x, dt);
   EXPECT_EQ(t.max({1}).dtype(), dt);
   EXPECT_EQ(t.min({1}).dtype(), dt);
