@@ -10,11 +10,6 @@
 namespace kiln {
 namespace {
 
-void check_shape(const Shape& shape, const char* what) {
-  for (int64_t d : shape)
-    if (d < 0) throw_error(what, ": dimensions must be >= 0, got ", shape_to_string(shape));
-}
-
 template <class T>
 Tensor converted(const std::vector<double>& values, Shape shape) {
   return Tensor::from_vector(std::vector<T>(values.begin(), values.end()), std::move(shape));
@@ -84,14 +79,16 @@ Tensor Tensor::empty(Shape shape, DType dtype) {
 
 Tensor Tensor::arange(double start, double stop, double step, DType dtype) {
   if (step == 0) throw_error("arange: step must not be 0");
-  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((stop - start) / step)));
+  double count = std::ceil((stop - start) / step);
+  if (!(count <= static_cast<double>(kMaxNumel))) throw_error("arange: ", count, " elements are too many (at most ", kMaxNumel, ")");
+  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
   std::vector<double> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; i++) v[i] = start + static_cast<double>(i) * step;
   return from_doubles(v, {n}, dtype);
 }
 
 Tensor Tensor::eye(int64_t n, DType dtype) {
-  if (n < 0) throw_error("eye: n must be >= 0, got ", n);
+  check_shape({n, n}, "eye");
   std::vector<double> v(static_cast<size_t>(n * n), 0.0);
   for (int64_t i = 0; i < n; i++) v[i * n + i] = 1;
   return from_doubles(v, {n, n}, dtype);

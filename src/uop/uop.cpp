@@ -121,6 +121,17 @@ double reduce_identity(Ops op, DType dtype) {
   }
 }
 
+void check_shape(const Shape& s, const char* what) {
+  double total = 1;
+  for (int64_t d : s) {
+    if (d < 0) throw_error(what, ": dimensions must be >= 0, got ", shape_to_string(s));
+    total *= static_cast<double>(d);
+  }
+  if (total > static_cast<double>(kMaxNumel))
+    throw_error(what, ": shape ", shape_to_string(s), " has ", total, " elements; at most ", kMaxNumel,
+                " are supported (kernels index with int32)");
+}
+
 int64_t prod(const Shape& s) {
   int64_t p = 1;
   for (int64_t x : s) p *= x;
@@ -318,6 +329,13 @@ const Shape& UOp::shape_or_throw() const {
 // Tensor-graph shapes. The Tensor layer validates user input first with friendlier messages; these
 // checks keep hand-built graphs honest too.
 void UOp::compute_shape() {
+  compute_shape_unchecked();
+  // Index math is int32. Only buffers and reshapes flatten indices, so only they are limited: a
+  // broadcast intermediate (matmul's n x m x k product) may be larger, it is never materialized.
+  if (shape_ && (op == Ops::BUFFER || op == Ops::RESHAPE)) check_shape(*shape_, op_name(op).data());
+}
+
+void UOp::compute_shape_unchecked() {
   auto src_shape = [&](size_t i) -> const Shape& { return src.at(i)->shape_or_throw(); };
   switch (op) {
     case Ops::BUFFER: shape_ = Shape{arg_as<BufferArg>().size}; return;

@@ -147,6 +147,7 @@ class UOp {
   friend class InternTable;
   UOp(Ops op, DType dtype, std::vector<UOpRef> src, Arg arg, size_t hash);
   void compute_shape();
+  void compute_shape_unchecked();
   void compute_range();
   size_t hash_;
   std::optional<Shape> shape_;
@@ -160,6 +161,10 @@ void on_uop_release(Ops op, std::function<void(const UOp&)> hook);
 size_t live_uop_count();
 
 int64_t prod(const Shape& s);
+// Kernels index with int32: the largest number of elements one tensor may have.
+inline constexpr int64_t kMaxNumel = (int64_t{1} << 31) - 1;
+// Throws kiln::Error unless every dimension is >= 0 and the shape has at most kMaxNumel elements.
+void check_shape(const Shape& s, const char* what);
 // The value a reduction starts from: 0 for ADD, 1 for MUL, the dtype's lowest value for MAX.
 double reduce_identity(Ops op, DType dtype);
 std::string shape_to_string(const Shape& s);
