@@ -231,4 +231,13 @@ TEST(Errors, TensorsReportTheirDevice) {
   EXPECT_TRUE(dev == "CPU" || dev.rfind("CPU:", 0) == 0) << "device() = " << dev;
 }
 
+TEST(Errors, TooManyElementsForInt32Indexing) {
+  EXPECT_KILN_ERROR(Tensor::zeros({100000, 100000}), "(100000, 100000)", "int32");
+  EXPECT_KILN_ERROR(Tensor::eye(50000), "(50000, 50000)", "int32");
+  EXPECT_KILN_ERROR(Tensor::arange(0, 1e12), "1e+12", "at most");
+  // a broadcast intermediate larger than that is fine: it is never materialized
+  Tensor a = Tensor::ones({2048, 2048});
+  EXPECT_EQ(a.matmul(a).schedule().size(), 1u);
+}
+
 }  // namespace
