@@ -8,6 +8,7 @@
 
 #include "codegen/codegen.h"
 #include "kiln/error.h"
+#include "kiln/ir/pattern_matcher.h"
 
 namespace kiln::codegen {
 
@@ -30,6 +31,19 @@ std::vector<UOpRef> linearize(const UOpRef& sink) {
     if (u->op == Ops::END)
       for (size_t i = 1; i < u->src.size(); i++) mine.erase(u->src[i].get());
     live[u] = std::move(mine);
+  }
+  // The statements an END closes belong inside its loops even when their values do not depend on
+  // them (a loop whose index simplified away): outer ENDs first, so nested bodies inherit.
+  for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
+    const UOp* end = *it;
+    if (end->op != Ops::END) continue;
+    std::vector<const UOp*> body{end->src[0].get()};
+    if (body[0]->op == Ops::GROUP)
+      for (const UOpRef& s : body[0]->src) body.push_back(s.get());
+    for (const UOp* stmt : body) {
+      block[stmt].insert(block[end].begin(), block[end].end());
+      for (size_t i = 1; i < end->src.size(); i++) block[stmt].insert(end->src[i].get());
+    }
   }
 
   std::unordered_map<const UOp*, int> waiting;  // sources not yet emitted
@@ -92,7 +106,12 @@ std::vector<UOpRef> linearize(const UOpRef& sink) {
           pick = u;
           break;
         }
-    if (!pick) throw_error("linearize: no node can be placed (inconsistent loop structure)");
+    if (!pick) {
+      std::string stuck;
+      for (const UOp* u : ready) stuck += " " + std::string(op_name(u->op)) + "(block of " + std::to_string(block[u].size()) + ")";
+      throw_error("linearize: no node can be placed (inconsistent loop structure); ", open.size(),
+                  " loops open, ready:", stuck, "\n", print_graph(sink));
+    }
     emit(pick);
   }
   if (out.size() != topo.size()) throw_error("linearize: ", topo.size() - out.size(), " nodes were never ready");

@@ -30,8 +30,9 @@ std::vector<const UOp*> ranges_of(const UOpRef& ast) {
   return out;
 }
 
-// r (size n) → r_outer*amt + r_inner, with r_outer keeping r's id and kind.
+// r (size n) → r_outer*amt + r_inner, with r_outer keeping r's id and kind (no r_outer when amt is n).
 UOpRef split_range(const UOpRef& ast, const UOp* r, int64_t amt, AxisType inner_type, int64_t inner_id) {
+  const bool whole = range_size(r) == amt;
   UOpRef outer = UOp::make(Ops::RANGE, r->dtype, {UOp::const_(r->dtype, double(range_size(r) / amt))}, r->arg);
   UOpRef inner = UOp::make(Ops::RANGE, r->dtype, {UOp::const_(r->dtype, double(amt))}, RangeArg{inner_id, inner_type});
   // An END closing r now closes both new loops; everywhere else r becomes the expression.
@@ -41,11 +42,12 @@ UOpRef split_range(const UOpRef& ast, const UOp* r, int64_t amt, AxisType inner_
     std::vector<UOpRef> src{u->src[0]};
     for (size_t i = 1; i < u->src.size(); i++) {
       if (u->src[i].get() != r) src.push_back(u->src[i]);
+      else if (whole) src.push_back(inner);
       else src.insert(src.end(), {outer, inner});
     }
     ends[u] = u->with_src(std::move(src));
   }
-  return simplify(substitute(substitute(ast, ends), {{r, outer * amt + inner}}));
+  return simplify(substitute(substitute(ast, ends), {{r, whole ? inner : outer * amt + inner}}));
 }
 
 }  // namespace

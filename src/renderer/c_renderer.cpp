@@ -80,9 +80,11 @@ std::string literal(double v, DType d) {
   return int_literal(static_cast<int64_t>(v), d);
 }
 
+// A CONST as C; negative numbers in parentheses, so "x - -1" never becomes "x--1".
 std::string const_literal(const UOp& c) {
-  if (const int64_t* i = std::get_if<int64_t>(&c.arg)) return c.dtype.is_bool() ? (*i ? "1" : "0") : int_literal(*i, c.dtype);
-  return literal(c.const_value(), c.dtype);
+  const int64_t* i = std::get_if<int64_t>(&c.arg);
+  std::string text = !i ? literal(c.const_value(), c.dtype) : c.dtype.is_bool() ? (*i ? "1" : "0") : int_literal(*i, c.dtype);
+  return text[0] == '-' ? "(" + text + ")" : text;
 }
 
 class CRenderer final : public Renderer {

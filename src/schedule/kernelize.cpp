@@ -25,7 +25,7 @@ class KernelBuilder {
   UOpRef build(std::vector<UOpRef>& bufs) {
     const Access& own = plan_.own.at(root_);
     param_for(buffers_.at(root_));
-    UOpRef value = lower_root(root_->op == Ops::CONTIGUOUS ? root_->src[0].get() : root_, own);
+    UOpRef value = lower_root(root_, own);
     const UOpRef& out = buffers_.at(root_);
     UOpRef store = UOp::make(Ops::STORE, dtypes::void_,
                              {index(param_for(out), flat_index(own.idx, root_->shape_or_throw()), own.valid), value});
