@@ -1,13 +1,16 @@
 // Random op-graph fuzzer: seeded random tensor programs (elementwise, broadcasting, reductions,
-// movement, contiguous, matmul, softmax; intermediate values reused several ways) are run through
-// kiln and compared with the double-precision reference of reference.h. The programs target the
-// scheduler (rangeify/kernelize: fuse or realize, index math of views) and the kernel opts (UPCAST on
-// reductions, THREAD on big kernels): shapes include 1s, dims divisible by 8, and ~70k elements.
+// movement, contiguous, matmul, softmax; intermediate values reused several ways, some realized
+// before the result) are run through kiln and compared with the double-precision reference of
+// reference.h. They target the scheduler (rangeify/kernelize: fuse or realize, the index math of
+// views) and the kernel opts (UPCAST on reductions, THREAD on big kernels): shapes include 1s, dims
+// divisible by 8, and now and then ~70k elements. A second test runs each program with and without
+// NOOPT: optimizations must not change results.
 //
 // Each program is a list of steps, printed as kiln C++ on failure with the seed that regenerates it:
 //   KILN_FUZZ_SEED=<seed> KILN_FUZZ_COUNT=1 ./test_fuzz_graphs --gtest_filter=<test>
 // KILN_FUZZ_SEED (first seed, default below) and KILN_FUZZ_COUNT (programs per test) override the
-// defaults, e.g. KILN_FUZZ_COUNT=3000 for a long run.
+// defaults, e.g. KILN_FUZZ_COUNT=3000 for a long run; KILN_FUZZ_MAX_FAILURES (default 10) is how
+// many failing programs a test reports before it stops.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -147,6 +150,8 @@ double max_of(const NdArray& a) {
 }
 
 // ======================================================================= programs
+std::string vname(int i) { return "v" + std::to_string(i); }
+
 struct Step {
   std::string code;                        // the step as a line of kiln C++
   int realize = -1;                        // >= 0: realize that value (no new value)
@@ -170,6 +175,9 @@ struct Program {
       os << "Tensor v" << i << " = kt::make(kt::wrap(ref::random(" << shape_code(inputs[i].shape) << ", "
          << input_seeds[i] << "u, -2, 2), kiln::dtypes::float32));\n";
     for (const Step& s : steps) os << s.code << "\n";
+    os << "// then read back and compared:";
+    for (int i : checked) os << " " << vname(i);
+    os << "\n";
     return os.str();
   }
 
@@ -207,7 +215,6 @@ std::string float_code(float f) {
   return s + "f";
 }
 
-std::string vname(int i) { return "v" + std::to_string(i); }
 
 // An operand of a binary op: a value or a float scalar.
 struct Arg {
@@ -323,6 +330,11 @@ class Generator {
     if (chance(0.3) && count() - 1 > n_inputs()) realize(static_cast<int>(pick(n_inputs(), count() - 2)));
     p_.steps.push_back({vname(last_) + ".realize();", last_, {}});
     if (std::find(p_.checked.begin(), p_.checked.end(), last_) == p_.checked.end()) p_.checked.push_back(last_);
+    // sometimes also an intermediate that was never realized, read after the result: realizing the
+    // result rewired its graph to the buffers it shares
+    int extra = static_cast<int>(pick(n_inputs(), count() - 1));
+    if (chance(0.3) && std::find(p_.checked.begin(), p_.checked.end(), extra) == p_.checked.end())
+      p_.checked.push_back(extra);
     return std::move(p_);
   }
 
@@ -426,7 +438,7 @@ class Generator {
   void random_op() {
     int x = chance(0.7) ? last_ : static_cast<int>(pick(0, count() - 1));
     for (int attempt = 0; attempt < 20; attempt++) {
-      double r = rng_.uniform() * 21;
+      double r = rng_.uniform() * 22;
       bool ok = r < 4      ? unary_op(x)
                 : r < 9    ? binary_op(x)
                 : r < 10.5 ? where_op(x)
@@ -435,6 +447,7 @@ class Generator {
                 : r < 17.8 ? contiguous_op(x)
                 : r < 19   ? matmul_op(x)
                 : r < 20   ? softmax_op(x)
+                : r < 21   ? expand_op(x, /*then_reduce=*/true)
                            : realize_op();
       if (ok) return;
     }
@@ -577,8 +590,14 @@ class Generator {
     Arg a = chance(0.5) ? Arg{x, 0} : partner(x);
     Arg b = chance(0.3) ? Arg{-1, nice_scalar()} : chance(0.5) ? y : partner(x);
     if (a.scalar() && b.scalar()) a = Arg{x, 0};
+    // each operand broadcasts with x, but not necessarily with the others
+    Shape s = shape(x);
+    for (Arg o : {y, a, b}) {
+      if (o.scalar()) continue;
+      if (!broadcastable(s, shape(o.idx))) return false;
+      s = ref::broadcast_shape(s, shape(o.idx));
+    }
     RV r = where_gt(ref(x), arg_ref(y), arg_ref(a), arg_ref(b));
-    if (ref::numel(r.v.shape) > cap_) return false;
     std::string code = vname(x) + ".gt(" + y.code() + ").where(" + a.code() + ", " + b.code() + ")";
     last_ = value(code, std::move(r), [x, y, a, b](const Vals& V) {
       Tensor c = y.scalar() ? V[x].gt(y.s) : V[x].gt(V[y.idx]);
@@ -746,18 +765,31 @@ class Generator {
     return true;
   }
 
-  bool expand_op(int x) {
+  // Size-1 axes stretched, maybe a new leading axis. then_reduce: reduced right away, so the
+  // reduction's input is the same along some of the loops around it.
+  bool expand_op(int x, bool then_reduce = false) {
     Shape to = shape(x);
     for (int64_t& d : to)
       if (d == 1 && chance(0.6)) d = pick(2, 5);
-    if (to.size() < 4 && chance(0.3)) to.insert(to.begin(), pick(2, 4));
+    if (to.size() < 4 && (chance(0.3) || (then_reduce && to == shape(x)))) to.insert(to.begin(), pick(2, 4));
     if (to == shape(x) || ref::numel(to) > cap_) return false;
     Shape call = to;
     for (size_t i = call.size() - shape(x).size(); i < call.size(); i++)
       if (call[i] == shape(x)[i - (call.size() - shape(x).size())] && chance(0.3)) call[i] = -1;  // -1 keeps
-    last_ = value(vname(x) + ".expand(" + Program::shape_code(call) + ")",
-                  movement(ref(x), [&](const NdArray& a) { return ref::expand(a, to); }),
-                  [x, call](const Vals& V) { return V[x].expand(call); });
+    std::string code = vname(x) + ".expand(" + Program::shape_code(call) + ")";
+    RV r = movement(ref(x), [&](const NdArray& a) { return ref::expand(a, to); });
+    if (!then_reduce) {
+      last_ = value(code, std::move(r), [x, call](const Vals& V) { return V[x].expand(call); });
+      return true;
+    }
+    Red op = pick_red(x);
+    std::vector<int> axes = random_axes(static_cast<int64_t>(to.size()), false);
+    bool keepdim = chance(0.5);
+    code += std::string(".") + red_name(op) + "(" + ints_code(axes) + ", " + (keepdim ? "true" : "false") + ")";
+    last_ = value(code, reduce(r, op, axes, keepdim), [x, call, op, axes, keepdim](const Vals& V) {
+      Tensor e = V[x].expand(call);
+      return op == Red::Sum ? e.sum(axes, keepdim) : op == Red::Max ? e.max(axes, keepdim) : e.mean(axes, keepdim);
+    });
     return true;
   }
 
@@ -922,13 +954,26 @@ int64_t max_failures() { return static_cast<int64_t>(env_u64("KILN_FUZZ_MAX_FAIL
 
 // ======================================================================= tests
 
+// The program of `seed`; false (a failure of the fuzzer itself) if generating it throws.
+bool generate(Program& p, uint64_t seed, uint64_t salt, Bias bias, Stats& st) {
+  try {
+    p = Generator(seed, salt, bias).make();
+    return true;
+  } catch (const std::exception& e) {
+    st.failures++;
+    ADD_FAILURE() << "generating the program of seed " << seed << " threw: " << e.what();
+    return false;
+  }
+}
+
 // Random programs against the reference.
 TEST(Fuzz, RandomPrograms) {
   const uint64_t first = env_u64("KILN_FUZZ_SEED", kDefaultSeed);
   const uint64_t n = env_u64("KILN_FUZZ_COUNT", 150);
   Stats st;
   for (uint64_t seed = first; seed < first + n && st.failures < max_failures(); seed++) {
-    Program p = Generator(seed, 1, Bias{}).make();
+    Program p;
+    if (!generate(p, seed, 1, Bias{}, st)) continue;
     RunResult r = run_program(p);
     st.programs++;
     st.steps += static_cast<int64_t>(p.steps.size());
@@ -955,7 +1000,8 @@ TEST(Fuzz, OptimizationsDoNotChangeResults) {
   const uint64_t n = env_u64("KILN_FUZZ_COUNT", 50);
   Stats st;
   for (uint64_t seed = first; seed < first + n && st.failures < max_failures(); seed++) {
-    Program p = Generator(seed, 2, Bias{0.5, 0.1}).make();
+    Program p;
+    if (!generate(p, seed, 2, Bias{0.5, 0.1}, st)) continue;
     RunResult opt = run_program(p);
     RunResult noopt;
     {

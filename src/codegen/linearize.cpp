@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "codegen/codegen.h"
@@ -94,9 +95,13 @@ std::vector<UOpRef> linearize(const UOpRef& sink) {
     // 2. else open the next loop whose dependencies are all open: one nested in the innermost open
     //    loop first, then the outermost (lowest id)
     if (!pick) {
-      auto rank = [&](const UOp* r) { return std::make_pair(!innermost(r), r->arg_as<RangeArg>().id); };
+      // A reduction loop opens exactly where its accumulators were initialized, and first: its
+      // result is what the open nest is waiting for.
+      auto reduces = [](const UOp* r) { return r->arg_as<RangeArg>().type == AxisType::REDUCE; };
+      auto rank = [&](const UOp* r) { return std::make_tuple(!reduces(r), !innermost(r), r->arg_as<RangeArg>().id); };
       for (const UOp* u : ready)
-        if (u->op == Ops::RANGE && inside(u) && (!pick || rank(u) < rank(pick))) pick = u;
+        if (u->op == Ops::RANGE && inside(u) && (!reduces(u) || block[u] == open_set) && (!pick || rank(u) < rank(pick)))
+          pick = u;
     }
     // 3. else a node of an enclosing nest (it is recomputed in the inner loop; only pure nodes
     //    can be here because stores and loops carry their ranges)

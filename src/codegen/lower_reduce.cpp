@@ -1,5 +1,5 @@
 // REDUCE → accumulator registers, the way a C programmer writes a reduction:
-//   acc = identity;                      (inside the loops the result depends on)
+//   acc = identity;                      (inside the output loops)
 //   for (r...) acc = acc <op> x;
 //   ... acc ...                          (read after the loops close)
 // Reductions over the same ranges (the copies an UPCAST makes) share one loop that updates all
@@ -28,17 +28,21 @@ UOpRef after(const UOpRef& buf, std::vector<UOpRef> deps) {
   return UOp::make(Ops::AFTER, buf->dtype, std::move(deps));
 }
 
-// Lowers reductions that share `ranges`, adding each one's replacement to `replace`.
-void lower_group(const std::vector<const UOp*>& reduces, const std::vector<UOpRef>& ranges, int64_t& next_acc,
+// Lowers reductions that share `ranges`, adding each one's replacement to `replace`. `loops` are
+// the kernel's output loops.
+void lower_group(const std::vector<const UOp*>& reduces, const std::vector<UOpRef>& ranges,
+                 const std::vector<UOpRef>& loops_of_kernel, int64_t& next_acc,
                  std::unordered_map<const UOp*, UOpRef>& replace) {
   std::set<const UOp*> own;
   for (const UOpRef& r : ranges) own.insert(r.get());
   std::vector<UOpRef> accs, inits;
   for (const UOp* red : reduces) {
-    // The accumulator is reset in the loops outside the reduction that its value depends on.
-    std::vector<UOpRef> outer;
+    // The accumulator is reset, and its loop runs, inside every output loop and the enclosing
+    // reductions its value depends on: initialization and loop must share one nest, or the loop
+    // would accumulate across iterations of a loop the initialization sits outside of.
+    std::vector<UOpRef> outer = loops_of_kernel;
     for (const UOpRef& r : live_ranges(red->src[0]))
-      if (!own.count(r.get())) outer.push_back(r);
+      if (!own.count(r.get()) && r->arg_as<RangeArg>().type == AxisType::REDUCE) outer.push_back(r);
     accs.push_back(UOp::make(Ops::BUFFER, red->dtype.as_ptr(), {}, BufferArg{next_acc++, 1, "REG"}));
     UOpRef identity = UOp::const_(red->dtype, reduce_identity(red->arg_as<ReduceArg>().op, red->dtype));
     inits.push_back(UOp::make(Ops::STORE, dtypes::void_, {scalar_index(after(accs.back(), outer)), identity}));
@@ -46,8 +50,10 @@ void lower_group(const std::vector<const UOp*>& reduces, const std::vector<UOpRe
   std::unordered_map<const UOp*, UOpRef> reopened;
   std::vector<UOpRef> loops;
   for (const UOpRef& r : ranges) {
+    // each loop nests in the previous one: a reduction over several axes is one loop nest
     std::vector<UOpRef> src{r->src[0]};
     src.insert(src.end(), inits.begin(), inits.end());
+    if (!loops.empty()) src.push_back(loops.back());
     loops.push_back(UOp::make(Ops::RANGE, r->dtype, std::move(src), r->arg));
     reopened[r.get()] = loops.back();
   }
@@ -71,6 +77,9 @@ void lower_group(const std::vector<const UOp*>& reduces, const std::vector<UOpRe
 UOpRef lower_reduces(const UOpRef& ast) {
   UOpRef k = ast;
   int64_t next_acc = 0;
+  std::vector<UOpRef> loops;
+  for (const UOp* u : ast->toposort())
+    if (u->op == Ops::RANGE && u->arg_as<RangeArg>().type != AxisType::REDUCE) loops.push_back(u->ref());
   // Innermost reductions first: an outer reduction's value then holds the inner one's loop.
   while (true) {
     std::unordered_map<const UOp*, bool> reduce_below;
@@ -87,7 +96,7 @@ UOpRef lower_reduces(const UOpRef& ast) {
     }
     if (groups.empty()) return k;
     std::unordered_map<const UOp*, UOpRef> replace;
-    for (const auto& [ranges, reduces] : groups) lower_group(reduces, ranges, next_acc, replace);
+    for (const auto& [ranges, reduces] : groups) lower_group(reduces, ranges, loops, next_acc, replace);
     k = substitute(k, replace);
   }
 }
