@@ -224,6 +224,14 @@ struct Arg {
   std::string code() const { return scalar() ? float_code(s) : vname(idx); }
 };
 
+// kiln side and code of a reduction
+Tensor reduce_t(const Tensor& t, Red op, const std::vector<int>& axes, bool keepdim) {
+  return op == Red::Sum ? t.sum(axes, keepdim) : op == Red::Max ? t.max(axes, keepdim) : t.mean(axes, keepdim);
+}
+std::string reduce_code(Red op, const std::vector<int>& axes, bool keepdim) {
+  return std::string(".") + red_name(op) + "(" + ints_code(axes) + ", " + (keepdim ? "true" : "false") + ")";
+}
+
 enum class Bin { Add, Sub, Mul, Div, Max };
 
 // kiln side of a binary op; Div divides by |b| + 0.5 (by b itself when b is a scalar).
@@ -323,9 +331,9 @@ class Generator {
       random_op();
       p_.ops++;
     }
-    if (last_ < n_inputs())
+    if (last_ < n_inputs())  // the result is computed
       last_ = value(vname(last_) + " + 1.0f", bin_ref(Bin::Add, ref(last_), scalar_rv(1), true),
-                                                       [a = last_](const Vals& V) { return V[a] + 1.0f; });
+                    [a = last_](const Vals& V) { return V[a] + 1.0f; });
     // sometimes an intermediate is realized right before the result
     if (chance(0.3) && count() - 1 > n_inputs()) realize(static_cast<int>(pick(n_inputs(), count() - 2)));
     p_.steps.push_back({vname(last_) + ".realize();", last_, {}});
@@ -342,9 +350,10 @@ class Generator {
   // ---- randomness
   bool chance(double pr) { return rng_.uniform() < pr; }
   int64_t pick(int64_t lo, int64_t hi) { return rng_.integer(lo, hi); }
+  size_t index(size_t n) { return static_cast<size_t>(pick(0, static_cast<int64_t>(n) - 1)); }  // [0, n)
   template <class T>
   void shuffle(std::vector<T>& v) {
-    for (size_t i = v.size(); i > 1; i--) std::swap(v[i - 1], v[static_cast<size_t>(pick(0, static_cast<int64_t>(i) - 1))]);
+    for (size_t i = v.size(); i > 1; i--) std::swap(v[i - 1], v[index(i)]);
   }
   float nice_scalar() {  // exact in float32, nonzero
     static const float kS[] = {0.5f, -0.5f, 1.5f, -1.25f, 2.0f, -2.0f, 0.25f, 3.0f, -0.75f, 1.0f, 0.125f, -3.0f};
@@ -409,8 +418,8 @@ class Generator {
       if (mode_ == Mode::Upcast) {
         // UPCAST splits the innermost output loop of a reduction kernel by 8, the outermost by 4
         first = small_shape(2, 3);
-        first[static_cast<size_t>(pick(0, static_cast<int64_t>(first.size()) - 1))] = 8 * pick(2, 4);
-        if (chance(0.5)) first[static_cast<size_t>(pick(0, static_cast<int64_t>(first.size()) - 1))] = chance(0.5) ? 4 : 8;
+        first[index(first.size())] = 8 * pick(2, 4);
+        if (chance(0.5)) first[index(first.size())] = chance(0.5) ? 4 : 8;
       }
       cap_ = std::max<int64_t>(4096, ref::numel(first));
     }
@@ -463,7 +472,8 @@ class Generator {
                       [x](const Vals& V) { return -V[x]; });
         break;
       case 1:
-        last_ = value(n + ".relu()", unary(a, [](double v) { return std::max(v, 0.0); }, [](double, double m) { return m; }),
+        last_ = value(n + ".relu()",
+                      unary(a, [](double v) { return std::max(v, 0.0); }, [](double, double m) { return m; }),
                       [x](const Vals& V) { return V[x].relu(); });
         break;
       case 2:
@@ -535,10 +545,8 @@ class Generator {
     if (r < 0.75 && !s.empty()) {
       Red op = pick_red(x);
       std::vector<int> axes = random_axes(static_cast<int64_t>(s.size()), false);
-      return Arg{value(vname(x) + "." + red_name(op) + "(" + ints_code(axes) + ", true)", reduce(ref(x), op, axes, true),
-                       [x, op, axes](const Vals& V) {
-                         return op == Red::Sum ? V[x].sum(axes, true) : op == Red::Max ? V[x].max(axes, true) : V[x].mean(axes, true);
-                       }),
+      return Arg{value(vname(x) + reduce_code(op, axes, true), reduce(ref(x), op, axes, true),
+                       [x, op, axes](const Vals& V) { return reduce_t(V[x], op, axes, true); }),
                  0};
     }
     if (r < 0.85) {  // shifted by one along an axis, zero filled: pad then shrink
@@ -546,7 +554,7 @@ class Generator {
       for (size_t i = 0; i < s.size(); i++)
         if (s[i] >= 2) big.push_back(static_cast<int>(i));
       if (!big.empty()) {
-        size_t ax = static_cast<size_t>(big[static_cast<size_t>(pick(0, static_cast<int64_t>(big.size()) - 1))]);
+        size_t ax = static_cast<size_t>(big[index(big.size())]);
         Pairs pad(s.size(), {0, 0}), shr;
         bool fwd = chance(0.5);
         pad[ax] = fwd ? std::make_pair<int64_t, int64_t>(1, 0) : std::make_pair<int64_t, int64_t>(0, 1);
@@ -616,10 +624,8 @@ class Generator {
     Red op = pick_red(x);
     std::vector<int> axes = chance(0.15) ? std::vector<int>{} : random_axes(ndim(x), false);
     bool keepdim = chance(0.5);
-    std::string code = vname(x) + "." + red_name(op) + "(" + ints_code(axes) + ", " + (keepdim ? "true" : "false") + ")";
-    last_ = value(code, reduce(ref(x), op, axes, keepdim), [x, op, axes, keepdim](const Vals& V) {
-      return op == Red::Sum ? V[x].sum(axes, keepdim) : op == Red::Max ? V[x].max(axes, keepdim) : V[x].mean(axes, keepdim);
-    });
+    last_ = value(vname(x) + reduce_code(op, axes, keepdim), reduce(ref(x), op, axes, keepdim),
+                  [x, op, axes, keepdim](const Vals& V) { return reduce_t(V[x], op, axes, keepdim); });
     return true;
   }
 
@@ -681,7 +687,7 @@ class Generator {
     }
     int a = -1, b = -1;
     if (!cands.empty() && chance(0.6)) {
-      std::tie(a, b) = cands[static_cast<size_t>(pick(0, static_cast<int64_t>(cands.size()) - 1))];
+      std::tie(a, b) = cands[index(cands.size())];
     } else if (s.size() >= 2) {
       // x with its own transpose: x @ x^T or x^T @ x
       Shape t = s;
@@ -689,7 +695,8 @@ class Generator {
       bool left = chance(0.5);
       int64_t w = left ? work_of(s, t) : work_of(t, s);
       if (w < 0 || w > max_work) return false;
-      int xt = value(vname(x) + ".transpose(-1, -2)", movement(ref(x), [](const NdArray& v) { return ref::transpose(v, -1, -2); }),
+      int xt = value(vname(x) + ".transpose(-1, -2)",
+                     movement(ref(x), [](const NdArray& v) { return ref::transpose(v, -1, -2); }),
                      [x](const Vals& V) { return V[x].transpose(-1, -2); });
       a = left ? x : xt;
       b = left ? xt : x;
@@ -733,10 +740,10 @@ class Generator {
       }
     }
     Shape to(static_cast<size_t>(pick(1, 4)), 1);
-    for (int64_t f : factors) to[static_cast<size_t>(pick(0, static_cast<int64_t>(to.size()) - 1))] *= f;
+    for (int64_t f : factors) to[index(to.size())] *= f;
     if (n == 1 && chance(0.3)) to.clear();  // a scalar
     Shape call = to;
-    if (!call.empty() && chance(0.2)) call[static_cast<size_t>(pick(0, static_cast<int64_t>(call.size()) - 1))] = -1;
+    if (!call.empty() && chance(0.2)) call[index(call.size())] = -1;
     last_ = value(vname(x) + ".reshape(" + Program::shape_code(call) + ")",
                   movement(ref(x), [&](const NdArray& a) { return ref::reshape(a, to); }),
                   [x, call](const Vals& V) { return V[x].reshape(call); });
@@ -785,11 +792,10 @@ class Generator {
     Red op = pick_red(x);
     std::vector<int> axes = random_axes(static_cast<int64_t>(to.size()), false);
     bool keepdim = chance(0.5);
-    code += std::string(".") + red_name(op) + "(" + ints_code(axes) + ", " + (keepdim ? "true" : "false") + ")";
-    last_ = value(code, reduce(r, op, axes, keepdim), [x, call, op, axes, keepdim](const Vals& V) {
-      Tensor e = V[x].expand(call);
-      return op == Red::Sum ? e.sum(axes, keepdim) : op == Red::Max ? e.max(axes, keepdim) : e.mean(axes, keepdim);
-    });
+    last_ = value(code + reduce_code(op, axes, keepdim), reduce(r, op, axes, keepdim),
+                  [x, call, op, axes, keepdim](const Vals& V) {
+                    return reduce_t(V[x].expand(call), op, axes, keepdim);
+                  });
     return true;
   }
 
@@ -803,7 +809,8 @@ class Generator {
       n *= d + p.back().first + p.back().second;
     }
     if (n > cap_) return false;
-    last_ = value(vname(x) + ".pad(" + pairs_code(p) + ")", movement(ref(x), [&](const NdArray& a) { return ref::pad(a, p); }),
+    last_ = value(vname(x) + ".pad(" + pairs_code(p) + ")",
+                  movement(ref(x), [&](const NdArray& a) { return ref::pad(a, p); }),
                   [x, p](const Vals& V) { return V[x].pad(p); });
     return true;
   }
@@ -837,7 +844,8 @@ class Generator {
     for (size_t i = 0; i < s.size(); i++)
       if (s[i] > 1 && chance(0.6)) axes.push_back(static_cast<int>(i) - (chance(0.3) ? static_cast<int>(s.size()) : 0));
     if (axes.empty()) return false;
-    int id = value(vname(x) + ".flip(" + ints_code(axes) + ")", movement(ref(x), [&](const NdArray& a) { return ref::flip(a, axes); }),
+    int id = value(vname(x) + ".flip(" + ints_code(axes) + ")",
+                   movement(ref(x), [&](const NdArray& a) { return ref::flip(a, axes); }),
                    [x, axes](const Vals& V) { return V[x].flip(axes); });
     if (chain) last_ = id;
     return true;
@@ -912,8 +920,9 @@ std::string compare(const std::vector<double>& got, const Shape& got_shape, cons
     }
   }
   if (bad == 0) return "";
-  os << bad << " of " << want.v.size() << " values differ; first at " << ref::index_str(ref::unravel(first, want.v.shape))
-     << " of shape " << ref::shape_str(want.v.shape) << ": got " << got[static_cast<size_t>(first)] << ", expected "
+  os << bad << " of " << want.v.size() << " values differ; first at "
+     << ref::index_str(ref::unravel(first, want.v.shape)) << " of shape " << ref::shape_str(want.v.shape)
+     << ": got " << got[static_cast<size_t>(first)] << ", expected "
      << want.v.data[first] << " (tolerance " << kAtol + kRtol * want.mag.data[first] << ")";
   return os.str();
 }
@@ -926,8 +935,8 @@ std::string compare_runs(const std::vector<double>& a, const std::vector<double>
   for (size_t i = 0; i < a.size(); i++) {
     if (want.bad.data[i] != 0) continue;
     if (!(std::fabs(a[i] - b[i]) <= kAtol + kRtol * want.mag.data[i])) {
-      os << "first difference at " << ref::index_str(ref::unravel(static_cast<int64_t>(i), want.v.shape)) << ": optimized "
-         << a[i] << ", NOOPT " << b[i] << " (reference " << want.v.data[i] << ")";
+      os << "first difference at " << ref::index_str(ref::unravel(static_cast<int64_t>(i), want.v.shape))
+         << ": optimized " << a[i] << ", NOOPT " << b[i] << " (reference " << want.v.data[i] << ")";
       return os.str();
     }
   }
@@ -945,7 +954,8 @@ uint64_t env_u64(const char* name, uint64_t fallback) {
 }
 
 std::string repro(uint64_t seed, const char* test) {
-  return "reproduce: KILN_FUZZ_SEED=" + std::to_string(seed) + " KILN_FUZZ_COUNT=1 ./test_fuzz_graphs --gtest_filter=Fuzz." + test;
+  return "reproduce: KILN_FUZZ_SEED=" + std::to_string(seed) +
+         " KILN_FUZZ_COUNT=1 ./test_fuzz_graphs --gtest_filter=Fuzz." + test;
 }
 
 
@@ -1046,5 +1056,68 @@ TEST(Fuzz, ReferenceSelfCheck) {
   // programs are deterministic in their seed
   EXPECT_EQ(Generator(42, 1, Bias{}).make().listing(), Generator(42, 1, Bias{}).make().listing());
 }
+
+
+// ======================================================================= regressions
+// The smallest programs the fuzzer's failures reduced to, kept so each stays fixed whatever seeds
+// the random tests run.
+namespace regressions {
+
+NdArray data(const Shape& s, uint64_t seed) { return kt::wrap(ref::random(s, seed, -2, 2), kiln::dtypes::float32); }
+
+// C renderer: `x - c` with a negative constant c was printed as "x--0.5f".
+TEST(FuzzRegressions, SubtractingANegativeConstant) {
+  NdArray x = data({3}, 1);
+  EXPECT_TRUE(kt::matches(kt::make(x) - (-0.5f), ref::map(x, [](double v) { return v + 0.5; })));
+}
+
+// UPCAST of a whole output loop (size 8 by 8, size 4 by 4) left a size-1 loop the index no longer
+// used: "linearize: no node can be placed".
+TEST(FuzzRegressions, ReductionWhoseOutputLoopsAreUpcastWhole) {
+  NdArray a = data({8, 3}, 2), b = data({4, 8, 3}, 3);
+  EXPECT_TRUE(kt::matches(kt::make(a).sum({1}), ref::sum(a, {1})));
+  EXPECT_TRUE(kt::matches(kt::make(b).sum({2}), ref::sum(b, {2})));
+}
+
+// A CONTIGUOUS whose source is itself realized recomputed the source at an access the scheduler
+// never planned: map::at in the kernel builder.
+TEST(FuzzRegressions, ContiguousOfARealizedReduction) {
+  NdArray a = data({2, 3}, 4);
+  Tensor s = kt::make(a).sum({1}, true);
+  NdArray want = ref::map(ref::sum(a, {1}, true), [](double v) { return 2 * v; });
+  EXPECT_TRUE(kt::matches(s.contiguous() + s, want));
+}
+
+// A reduction of a broadcast input does not depend on the output loop it is broadcast along; its
+// accumulator was initialized outside that loop and accumulated across it ([10, 20, 30] for
+// [10, 10, 10]).
+TEST(FuzzRegressions, ReductionOfABroadcastInput) {
+  NdArray a = data({4}, 5);
+  NdArray rows = ref::expand(a, {3, 4});
+  EXPECT_TRUE(kt::matches(kt::make(a).expand({3, 4}).sum({1}), ref::sum(rows, {1})));
+  EXPECT_TRUE(kt::matches(kt::make(a).expand({3, 4}).mean({1}), ref::mean(rows, {1})));
+  NdArray cols = ref::expand(ref::reshape(a, {4, 1}), {4, 3});
+  EXPECT_TRUE(kt::matches(kt::make(a).reshape({4, 1}).expand({4, 3}).sum({0}), ref::sum(cols, {0})));
+}
+
+// An inner reduction that does not depend on the enclosing reduction's loop, fused into it.
+TEST(FuzzRegressions, NestedReductionInvariantInTheOuterLoop) {
+  NdArray x = data({5}, 6), y = data({4}, 7);
+  NdArray inner = ref::sum(ref::expand(x, {4, 5}), {1});
+  NdArray diff = ref::zip(y, inner, [](double a, double b) { return a - b; });
+  Tensor t = kt::make(y) - kt::make(x).expand({4, 5}).sum({1});
+  EXPECT_TRUE(kt::matches(t.sum(), ref::sum(diff)));
+  Tensor u = kt::make(y) - kt::make(x).expand({4, 5}).sum({1});
+  EXPECT_TRUE(kt::matches(u.max(), ref::max(diff)));
+}
+
+// A reshape of contiguous() of an input buffer is a view of that buffer, yet after realize() the
+// readback found the CONTIGUOUS under the RESHAPE instead of the buffer: std::get threw.
+TEST(FuzzRegressions, ReshapeOfContiguousOfABuffer) {
+  NdArray a = data({6}, 8);
+  EXPECT_TRUE(kt::matches(kt::make(a).contiguous().reshape({2, 3}), ref::reshape(a, {2, 3})));
+}
+
+}  // namespace regressions
 
 }  // namespace
