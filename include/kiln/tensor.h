@@ -41,6 +41,15 @@ class Tensor {
   static Tensor rand(Shape shape, DType dtype = dtypes::float32);   // U[0,1)
   static Tensor randn(Shape shape, DType dtype = dtypes::float32);  // N(0,1)
   static void manual_seed(uint64_t seed);
+  static Tensor uniform(Shape shape, double low = 0, double high = 1, DType dtype = dtypes::float32);
+  static Tensor normal(Shape shape, double mean = 0, double std = 1, DType dtype = dtypes::float32);
+  // initializers, as tinygrad's (fan-in is the product of all but the first dimension)
+  static Tensor kaiming_uniform(Shape shape, double a = 0.01, DType dtype = dtypes::float32);
+  static Tensor kaiming_normal(Shape shape, double a = 0.01, DType dtype = dtypes::float32);
+  static Tensor glorot_uniform(Shape shape, DType dtype = dtypes::float32);
+  static Tensor scaled_uniform(Shape shape, DType dtype = dtypes::float32);
+  // realizes several tensors in one schedule (kernels they share run once)
+  static void realize(const std::vector<Tensor>& tensors);
   Tensor zeros_like() const;
   Tensor ones_like() const;
   Tensor full_like(double value) const;
@@ -122,6 +131,73 @@ class Tensor {
   // ---- matrix ops
   Tensor matmul(const Tensor& o) const;
   Tensor dot(const Tensor& o) const { return matmul(o); }
+
+  Tensor linear(const Tensor& weight, std::optional<Tensor> bias = {}) const;  // x @ weight.T + bias
+
+  // ---- combining and splitting
+  static Tensor cat(const std::vector<Tensor>& tensors, int axis = 0);
+  static Tensor stack(const std::vector<Tensor>& tensors, int axis = 0);
+  Tensor repeat(std::vector<int64_t> repeats) const;
+  std::vector<Tensor> split(std::vector<int64_t> sizes, int axis = 0) const;
+  std::vector<Tensor> split(int64_t size, int axis = 0) const;  // pieces of `size` (the last may be shorter)
+  std::vector<Tensor> chunk(int64_t chunks, int axis = 0) const;
+
+  // ---- indexing
+  Tensor gather(int axis, const Tensor& index) const;  // out[..i..] = this[..index[..i..]..] along axis
+  Tensor scatter(int axis, const Tensor& index, const Tensor& src) const;  // copy of this with src placed at index
+  Tensor masked_fill(const Tensor& mask, double value) const;
+  Tensor one_hot(int64_t num_classes) const;  // integer tensor -> int32 with a new last axis
+  Tensor cumsum(int axis = 0) const;
+  Tensor tril(int64_t diagonal = 0) const;
+  Tensor triu(int64_t diagonal = 0) const;
+  Tensor index_select(int axis, const Tensor& index) const;  // this[index] along axis (integer tensor)
+
+  // ---- neural-network ops (all built from primitives, all differentiable)
+  Tensor conv2d(const Tensor& weight, std::optional<Tensor> bias = {}, int stride = 1, int padding = 0,
+                int dilation = 1, int groups = 1) const;  // NCHW/OIHW; also 1-D and 3-D (any spatial rank)
+  Tensor conv_transpose2d(const Tensor& weight, std::optional<Tensor> bias = {}, int stride = 1, int padding = 0,
+                          int dilation = 1, int groups = 1, int output_padding = 0) const;
+  Tensor max_pool2d(int kernel = 2, std::optional<int> stride = {}, int padding = 0, int dilation = 1,
+                    bool ceil_mode = false) const;
+  Tensor avg_pool2d(int kernel = 2, std::optional<int> stride = {}, int padding = 0, int dilation = 1,
+                    bool ceil_mode = false, bool count_include_pad = true) const;
+  // Sliding windows over the last k.size() axes: (..., out...) + k (tinygrad's _pool)
+  Tensor pool(const Shape& kernel, const Shape& stride, const Shape& dilation) const;
+  Tensor batchnorm(const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, const Tensor& mean,
+                   const Tensor& invstd, std::vector<int> axes = {1}) const;  // axes: where the statistics live
+  Tensor layernorm(std::vector<int> axes = {-1}, double eps = 1e-5) const;
+  Tensor var(std::vector<int> axes = {}, bool keepdim = false, double correction = 1) const;
+  Tensor std(std::vector<int> axes = {}, bool keepdim = false, double correction = 1) const;
+  Tensor dropout(double p = 0.5) const;  // only while Tensor::training
+  Tensor gelu() const, quick_gelu() const, silu() const, swish() const, relu6() const, hardswish() const,
+      mish() const, erf() const, softplus(double beta = 1) const, elu(double alpha = 1) const,
+      leaky_relu(double neg_slope = 0.01) const, hardtanh(double lo = -1, double hi = 1) const;
+  Tensor scaled_dot_product_attention(const Tensor& key, const Tensor& value,
+                                      std::optional<Tensor> attn_mask = {}, bool is_causal = false) const;
+
+  // ---- losses (this: logits or probabilities; mean over the batch)
+  Tensor sparse_categorical_crossentropy(const Tensor& labels, int64_t ignore_index = -1,
+                                         double label_smoothing = 0) const;
+  Tensor cross_entropy(const Tensor& target, double label_smoothing = 0) const;  // target: class indices or probabilities
+  Tensor nll_loss(const Tensor& target, int64_t ignore_index = -100) const;      // this: log-probabilities
+  Tensor binary_crossentropy(const Tensor& target) const;                       // this: probabilities
+  Tensor binary_crossentropy_logits(const Tensor& target) const;
+
+  // ---- autograd
+  static bool training;  // dropout and batch statistics on
+  static bool no_grad;   // tensors made while set do not require gradients
+  Tensor& requires_grad_(bool on = true);
+  bool requires_grad() const;
+  std::optional<Tensor> grad() const;  // accumulated by backward()
+  Tensor& set_grad(std::optional<Tensor> grad);
+  // d this / d every tensor in its graph that requires a gradient, added to their grad();
+  // this must have one element unless `gradient` (d root / d this) is given.
+  Tensor& backward(std::optional<Tensor> gradient = {});
+  // d this / d each target, without touching grad(); this must have one element.
+  std::vector<Tensor> gradient(const std::vector<Tensor>& targets) const;
+  Tensor detach() const;  // the same values, no gradient flows back through it
+  Tensor& assign(const Tensor& value);  // in-place update: same shape and dtype
+  Tensor to(const std::string& device) const;
 
   // ---- introspection: the kernels realize() would run now, in order; the graph behind this tensor
   std::vector<ScheduleItem> schedule() const;

@@ -50,6 +50,75 @@ UOpRef split_range(const UOpRef& ast, const UOp* r, int64_t amt, AxisType inner_
   return simplify(substitute(substitute(ast, ends), {{r, whole ? inner : outer * amt + inner}}));
 }
 
+// The largest divisor of n in [2, cap], or 0.
+int64_t upcast_amount(int64_t n, int64_t cap) {
+  for (int64_t a = std::min(cap, n); a >= 2; a--)
+    if (n % a == 0) return a;
+  return 0;
+}
+
+// Which loads of the kernel read an address that depends on each range.
+std::unordered_map<const UOp*, std::vector<bool>> load_dependence(const UOpRef& ast, size_t& n_loads) {
+  std::unordered_map<const UOp*, std::vector<bool>> out;
+  std::vector<const UOp*> loads;
+  for (const UOp* u : ast->toposort())
+    if (u->op == Ops::LOAD) loads.push_back(u);
+  n_loads = loads.size();
+  for (size_t i = 0; i < loads.size(); i++)
+    for (const UOp* u : loads[i]->src[0]->toposort())
+      if (u->op == Ops::RANGE) {
+        auto& deps = out[u];
+        deps.resize(loads.size(), false);
+        deps[i] = true;
+      }
+  return out;
+}
+
+// Register tiling for reductions, as a BLAS micro-kernel: upcast an output loop that some loads do
+// not depend on (those loads are then shared by every copy), innermost first, then a second loop
+// that the first one's loads do not depend on (matmul: a column block and a row block; conv: output
+// pixels and output channels). Without such loops, several outputs still give independent
+// accumulators.
+std::vector<std::pair<const UOp*, int64_t>> choose_upcasts(const UOpRef& ast, int64_t threads) {
+  size_t n_loads = 0;
+  auto deps = load_dependence(ast, n_loads);
+  std::vector<const UOp*> outputs;
+  for (const UOp* r : ranges_of(ast)) {
+    if (info(r).type != AxisType::LOOP && info(r).type != AxisType::THREAD) continue;
+    if (info(r).type == AxisType::THREAD && range_size(r) / 2 < threads) continue;  // keep the cores busy
+    outputs.push_back(r);
+  }
+  auto depends = [&](const UOp* r, size_t load) { return deps.count(r) && deps.at(r)[load]; };
+  auto reuses = [&](const UOp* r) {
+    for (size_t i = 0; i < n_loads; i++)
+      if (!depends(r, i)) return true;
+    return false;
+  };
+  std::vector<std::pair<const UOp*, int64_t>> picks;
+  const UOp* first = nullptr;
+  for (auto it = outputs.rbegin(); it != outputs.rend() && !first; ++it)
+    if (reuses(*it) && upcast_amount(range_size(*it), kInnerUpcast)) first = *it;
+  if (first) {
+    picks.push_back({first, upcast_amount(range_size(first), kInnerUpcast)});
+    // the loads the first pick copies should be shared by the second
+    for (auto it = outputs.rbegin(); it != outputs.rend(); ++it) {
+      if (*it == first || !upcast_amount(range_size(*it), kOuterUpcast)) continue;
+      bool complements = true;
+      for (size_t i = 0; i < n_loads; i++) complements &= !(depends(first, i) && depends(*it, i));
+      if (complements) {
+        picks.push_back({*it, upcast_amount(range_size(*it), kOuterUpcast)});
+        break;
+      }
+    }
+    return picks;
+  }
+  // no reuse: the innermost loop by 8 and the outermost by 4 give independent accumulators
+  if (outputs.empty()) return picks;
+  if (range_size(outputs.back()) % kInnerUpcast == 0) picks.push_back({outputs.back(), kInnerUpcast});
+  if (outputs.size() > 1 && range_size(outputs.front()) % kOuterUpcast == 0) picks.push_back({outputs.front(), kOuterUpcast});
+  return picks;
+}
+
 }  // namespace
 
 UOpRef apply_opts(const UOpRef& ast, const Target& target, std::vector<std::string>& applied, int64_t& threads) {
@@ -70,29 +139,14 @@ UOpRef apply_opts(const UOpRef& ast, const Target& target, std::vector<std::stri
     applied.push_back("THREAD(axis=" + std::to_string(info(loops[0]).id) + ", amt=" + std::to_string(threads) + ")");
     k = substitute(k, {{loops[0], loops[0]->with_arg(RangeArg{info(loops[0]).id, AxisType::THREAD})}});
   }
-  // UPCAST: reductions only (elementwise loops are vectorized by the C compiler as they are). The
-  // innermost loop by 8, then the outermost by 4 if each thread keeps enough iterations.
+  // UPCAST: reductions only (elementwise loops are vectorized by the C compiler as they are).
   if (!reduces) return k;
   int64_t next_id = ranges.empty() ? 0 : info(ranges.back()).id + 1;
-  std::vector<const UOp*> outputs;
-  for (const UOp* r : ranges_of(k))
-    if (info(r).type == AxisType::LOOP || info(r).type == AxisType::THREAD) outputs.push_back(r);
   auto upcast = [&](const UOp* r, int64_t amt) {
     applied.push_back("UPCAST(axis=" + std::to_string(info(r).id) + ", amt=" + std::to_string(amt) + ")");
     k = split_range(k, r, amt, AxisType::UPCAST, next_id++);
   };
-  if (outputs.empty()) return k;
-  const UOp* inner = outputs.back();
-  int64_t inner_id = info(inner).id;
-  if (range_size(inner) % kInnerUpcast == 0) upcast(inner, kInnerUpcast);
-  const UOp* outer = nullptr;
-  for (const UOp* r : ranges_of(k))
-    if ((info(r).type == AxisType::LOOP || info(r).type == AxisType::THREAD) && info(r).id != inner_id) {
-      outer = r;
-      break;
-    }
-  if (outer && range_size(outer) % kOuterUpcast == 0 && range_size(outer) / kOuterUpcast >= threads)
-    upcast(outer, kOuterUpcast);
+  for (auto [r, amt] : choose_upcasts(k, threads)) upcast(r, amt);
   return k;
 }
 

@@ -96,23 +96,64 @@ Tensor Tensor::eye(int64_t n, DType dtype) {
 
 void Tensor::manual_seed(uint64_t seed) { rng() = Rng{seed, 0}; }
 
-Tensor Tensor::rand(Shape shape, DType dtype) {
-  check_shape(shape, "rand");
-  if (!dtype.is_float()) throw_error("rand: expected a float dtype, got ", dtype.name());
+namespace {
+
+// Host draws of `shape`'s element count, converted into a new buffer.
+template <class Draw>
+Tensor host_random(Shape shape, DType dtype, const char* what, Draw draw) {
+  check_shape(shape, what);
+  if (!dtype.is_float()) throw_error(what, ": expected a float dtype, got ", dtype.name());
   std::vector<double> v(static_cast<size_t>(kiln::prod(shape)));
-  for (double& x : v) x = std::min(rng().uniform(), below_one(dtype));  // rounding must not reach 1
+  for (double& x : v) x = draw();
   return from_doubles(v, std::move(shape), dtype);
 }
 
-Tensor Tensor::randn(Shape shape, DType dtype) {
-  check_shape(shape, "randn");
-  if (!dtype.is_float()) throw_error("randn: expected a float dtype, got ", dtype.name());
-  std::vector<double> v(static_cast<size_t>(kiln::prod(shape)));
-  for (double& x : v) {  // Box-Muller
-    double u1 = 1.0 - rng().uniform(), u2 = rng().uniform();
-    x = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
-  }
-  return from_doubles(v, std::move(shape), dtype);
+double standard_normal() {  // Box-Muller
+  double u1 = 1.0 - rng().uniform(), u2 = rng().uniform();
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+}
+
+double fan_in(const Shape& s) {
+  double n = 1;
+  for (size_t i = 1; i < s.size(); i++) n *= static_cast<double>(s[i]);
+  return n;
+}
+
+}  // namespace
+
+Tensor Tensor::rand(Shape shape, DType dtype) {
+  const double top = below_one(dtype);  // rounding must not reach 1
+  return host_random(std::move(shape), dtype, "rand", [&] { return std::min(rng().uniform(), top); });
+}
+
+Tensor Tensor::randn(Shape shape, DType dtype) { return host_random(std::move(shape), dtype, "randn", standard_normal); }
+
+Tensor Tensor::uniform(Shape shape, double low, double high, DType dtype) {
+  return host_random(std::move(shape), dtype, "uniform", [&] { return low + (high - low) * rng().uniform(); });
+}
+
+Tensor Tensor::normal(Shape shape, double mean, double std, DType dtype) {
+  return host_random(std::move(shape), dtype, "normal", [&] { return mean + std * standard_normal(); });
+}
+
+Tensor Tensor::kaiming_uniform(Shape shape, double a, DType dtype) {
+  double bound = std::sqrt(3.0) * std::sqrt(2.0 / (1 + a * a)) / std::sqrt(fan_in(shape));
+  return uniform(std::move(shape), -bound, bound, dtype);
+}
+
+Tensor Tensor::kaiming_normal(Shape shape, double a, DType dtype) {
+  double std = std::sqrt(2.0 / (1 + a * a)) / std::sqrt(fan_in(shape));
+  return normal(std::move(shape), 0, std, dtype);
+}
+
+Tensor Tensor::glorot_uniform(Shape shape, DType dtype) {
+  double bound = shape.empty() ? 1 : std::sqrt(6.0 / (static_cast<double>(shape[0]) + fan_in(shape)));
+  return uniform(std::move(shape), -bound, bound, dtype);
+}
+
+Tensor Tensor::scaled_uniform(Shape shape, DType dtype) {
+  double bound = 1 / std::sqrt(static_cast<double>(std::max<int64_t>(1, kiln::prod(shape))));
+  return uniform(std::move(shape), -bound, bound, dtype);
 }
 
 }  // namespace kiln

@@ -26,16 +26,18 @@ void TensorRegistry::add(const std::shared_ptr<TensorImpl>& t) {
   tensors_.push_back(t);
 }
 
+std::vector<std::shared_ptr<TensorImpl>> TensorRegistry::live() {
+  std::lock_guard lock(mu_);
+  std::erase_if(tensors_, [](const auto& w) { return w.expired(); });
+  std::vector<std::shared_ptr<TensorImpl>> out;
+  for (const auto& w : tensors_)
+    if (auto t = w.lock()) out.push_back(std::move(t));
+  return out;
+}
+
 void TensorRegistry::apply(const std::unordered_map<const UOp*, UOpRef>& becomes) {
   if (becomes.empty()) return;
-  std::vector<std::shared_ptr<TensorImpl>> live;
-  {
-    std::lock_guard lock(mu_);
-    std::erase_if(tensors_, [](const auto& w) { return w.expired(); });
-    for (const auto& w : tensors_)
-      if (auto t = w.lock()) live.push_back(std::move(t));
-  }
-  for (const auto& t : live) {
+  for (const auto& t : live()) {
     if (auto it = becomes.find(t->uop.get()); it != becomes.end()) t->uop = it->second;
     else if (!schedule::is_buffer_view(t->uop.get())) t->uop = substitute(t->uop, becomes);
   }
@@ -59,6 +61,7 @@ template <> DType dtype_of<double>() { return dtypes::float64; }
 Tensor::Tensor(UOpRef uop) : impl_(std::make_shared<TensorImpl>()) {
   if (!uop || !uop->shape()) throw_error("Tensor: expected a tensor-graph UOp with a shape");
   impl_->uop = std::move(uop);
+  impl_->grad_enabled = !no_grad;
   TensorRegistry::get().add(impl_);
 }
 
@@ -103,6 +106,13 @@ Tensor& Tensor::realize() {
   schedule::Schedule s = engine::realize({impl_->uop});
   TensorRegistry::get().apply(s.becomes);
   return *this;
+}
+
+void Tensor::realize(const std::vector<Tensor>& tensors) {
+  std::vector<UOpRef> roots;
+  for (const Tensor& t : tensors) roots.push_back(t.uop());
+  schedule::Schedule s = engine::realize(roots);
+  TensorRegistry::get().apply(s.becomes);
 }
 
 std::vector<ScheduleItem> Tensor::schedule() const {

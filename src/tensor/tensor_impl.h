@@ -12,7 +12,8 @@ namespace kiln {
 
 struct TensorImpl {
   UOpRef uop;
-  bool requires_grad = false;
+  bool requires_grad = false;  // set on leaves by requires_grad_()
+  bool grad_enabled = true;    // false when made under Tensor::no_grad
   std::optional<Tensor> grad;
 };
 
@@ -22,6 +23,7 @@ class TensorRegistry {
  public:
   static TensorRegistry& get();
   void add(const std::shared_ptr<TensorImpl>& t);
+  std::vector<std::shared_ptr<TensorImpl>> live();
   // Points every live tensor whose graph contains a replaced node at the replacement.
   void apply(const std::unordered_map<const UOp*, UOpRef>& becomes);
 

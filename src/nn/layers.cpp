@@ -1,0 +1,260 @@
+// nn layers: parameters initialized as tinygrad's, forward passes built from Tensor ops.
+#include "kiln/nn/layers.h"
+
+#include <cmath>
+#include <set>
+
+#include "kiln/error.h"
+
+namespace kiln::nn {
+namespace {
+
+Tensor param(Tensor t) { return t.requires_grad_(); }
+
+// U(-1/sqrt(fan_in), 1/sqrt(fan_in)), PyTorch's and tinygrad's default for weights and biases
+Tensor bounded_uniform(Shape shape, double fan_in) {
+  double bound = 1 / std::sqrt(fan_in);
+  return param(Tensor::uniform(std::move(shape), -bound, bound));
+}
+
+void check_rank(const Tensor& x, int64_t min_rank, const char* layer, const char* layout) {
+  if (x.ndim() < min_rank)
+    throw_error(layer, ": expected an input of layout ", layout, ", got shape ", shape_to_string(x.shape()));
+}
+
+}  // namespace
+
+void add_state(StateDict& out, const std::string& prefix, const std::string& name, const Tensor& t) {
+  out.insert_or_assign(prefix + name, t);
+}
+void add_state(StateDict& out, const std::string& prefix, const std::string& name, const std::optional<Tensor>& t) {
+  if (t) add_state(out, prefix, name, *t);
+}
+
+// ---- Linear
+
+Linear::Linear(int64_t in, int64_t out, bool with_bias)
+    : weight(bounded_uniform({out, in}, static_cast<double>(in))) {
+  if (with_bias) bias = bounded_uniform({out}, static_cast<double>(in));
+}
+
+Tensor Linear::operator()(const Tensor& x) const {
+  if (x.ndim() < 1 || x.shape().back() != weight.shape()[1])
+    throw_error("Linear: expected inputs (..., ", weight.shape()[1], "), got ", shape_to_string(x.shape()));
+  return x.linear(weight, bias);
+}
+
+void Linear::collect(StateDict& out, const std::string& prefix) const {
+  add_state(out, prefix, "weight", weight);
+  add_state(out, prefix, "bias", bias);
+}
+
+// ---- convolutions
+
+Conv2d::Conv2d(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t padding, bool with_bias, int64_t dilation,
+               int64_t groups)
+    : weight(Tensor::zeros({1})), stride(stride), padding(padding), dilation(dilation), groups(groups) {
+  if (groups < 1 || in % groups != 0 || out % groups != 0)
+    throw_error("Conv2d: channels ", in, " -> ", out, " are not divisible by groups=", groups);
+  double fan_in = static_cast<double>(in / groups * k * k);
+  weight = bounded_uniform({out, in / groups, k, k}, fan_in);
+  if (with_bias) bias = bounded_uniform({out}, fan_in);
+}
+
+Tensor Conv2d::operator()(const Tensor& x) const {
+  check_rank(x, 4, "Conv2d", "(N, C, H, W)");
+  return x.conv2d(weight, bias, static_cast<int>(stride), static_cast<int>(padding), static_cast<int>(dilation),
+                  static_cast<int>(groups));
+}
+
+void Conv2d::collect(StateDict& out, const std::string& prefix) const {
+  add_state(out, prefix, "weight", weight);
+  add_state(out, prefix, "bias", bias);
+}
+
+ConvTranspose2d::ConvTranspose2d(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t padding,
+                                 int64_t output_padding, bool with_bias, int64_t dilation, int64_t groups)
+    : weight(Tensor::zeros({1})), stride(stride), padding(padding), output_padding(output_padding),
+      dilation(dilation), groups(groups) {
+  if (groups < 1 || in % groups != 0 || out % groups != 0)
+    throw_error("ConvTranspose2d: channels ", in, " -> ", out, " are not divisible by groups=", groups);
+  double fan_in = static_cast<double>(out / groups * k * k);
+  weight = bounded_uniform({in, out / groups, k, k}, fan_in);
+  if (with_bias) bias = bounded_uniform({out}, fan_in);
+}
+
+Tensor ConvTranspose2d::operator()(const Tensor& x) const {
+  check_rank(x, 4, "ConvTranspose2d", "(N, C, H, W)");
+  return x.conv_transpose2d(weight, bias, static_cast<int>(stride), static_cast<int>(padding),
+                            static_cast<int>(dilation), static_cast<int>(groups), static_cast<int>(output_padding));
+}
+
+void ConvTranspose2d::collect(StateDict& out, const std::string& prefix) const {
+  add_state(out, prefix, "weight", weight);
+  add_state(out, prefix, "bias", bias);
+}
+
+// ---- normalization
+
+BatchNorm::BatchNorm(int64_t features, double eps, double momentum, bool affine, bool track_running_stats)
+    : running_mean(Tensor::zeros({features}).contiguous().realize()),
+      running_var(Tensor::ones({features}).contiguous().realize()),
+      num_batches_tracked(Tensor::zeros({1}).contiguous().realize()),
+      eps(eps),
+      momentum(momentum),
+      track_running_stats(track_running_stats) {
+  if (affine) {
+    weight = param(Tensor::ones({features}).contiguous().realize());
+    bias = param(Tensor::zeros({features}).contiguous().realize());
+  }
+}
+
+Tensor BatchNorm::operator()(const Tensor& x) const {
+  check_rank(x, 2, "BatchNorm", "(N, C, ...)");
+  const int64_t c = running_mean.shape()[0];
+  if (x.shape()[1] != c)
+    throw_error("BatchNorm: expected ", c, " channels on axis 1, got shape ", shape_to_string(x.shape()));
+  if (track_running_stats && !Tensor::training)
+    return x.batchnorm(weight, bias, running_mean, (running_var + eps).rsqrt());
+  std::vector<int> axes{0};
+  for (int i = 2; i < x.ndim(); i++) axes.push_back(i);
+  Shape stat_shape(static_cast<size_t>(x.ndim()), 1);
+  stat_shape[1] = c;
+  Tensor mean = x.mean(axes);
+  Tensor centered = x - mean.detach().reshape(stat_shape);  // d var / d mean is 0
+  Tensor var = (centered * centered).mean(axes);
+  if (track_running_stats) {
+    // running statistics: handles share them, so assigning through a const layer is the update
+    Tensor rm = running_mean, rv = running_var, nb = num_batches_tracked;
+    double n = static_cast<double>(x.numel() / c);
+    rm.assign((1 - momentum) * running_mean + momentum * mean.detach());
+    rv.assign((1 - momentum) * running_var + momentum * n / std::max(1.0, n - 1) * var.detach());
+    nb.assign(num_batches_tracked + 1.0);
+  }
+  return x.batchnorm(weight, bias, mean, (var + eps).rsqrt());
+}
+
+void BatchNorm::collect(StateDict& out, const std::string& prefix) const {
+  add_state(out, prefix, "weight", weight);
+  add_state(out, prefix, "bias", bias);
+  add_state(out, prefix, "running_mean", running_mean);
+  add_state(out, prefix, "running_var", running_var);
+  add_state(out, prefix, "num_batches_tracked", num_batches_tracked);
+}
+
+LayerNorm::LayerNorm(int64_t features, double eps, bool affine) : LayerNorm(Shape{features}, eps, affine) {}
+
+LayerNorm::LayerNorm(Shape shape, double eps, bool affine) : normalized_shape(std::move(shape)), eps(eps) {
+  if (affine) {
+    weight = param(Tensor::ones(normalized_shape).contiguous().realize());
+    bias = param(Tensor::zeros(normalized_shape).contiguous().realize());
+  }
+}
+
+Tensor LayerNorm::operator()(const Tensor& x) const {
+  const size_t n = normalized_shape.size();
+  if (x.shape().size() < n || !std::equal(normalized_shape.begin(), normalized_shape.end(), x.shape().end() - static_cast<int64_t>(n)))
+    throw_error("LayerNorm: expected inputs ending in ", shape_to_string(normalized_shape), ", got ",
+                shape_to_string(x.shape()));
+  std::vector<int> axes;
+  for (size_t i = 0; i < n; i++) axes.push_back(-1 - static_cast<int>(i));
+  Tensor y = x.layernorm(axes, eps);
+  if (weight) y = y * *weight + *bias;
+  return y;
+}
+
+void LayerNorm::collect(StateDict& out, const std::string& prefix) const {
+  add_state(out, prefix, "weight", weight);
+  add_state(out, prefix, "bias", bias);
+}
+
+GroupNorm::GroupNorm(int64_t groups, int64_t channels, double eps, bool affine)
+    : num_groups(groups), num_channels(channels), eps(eps) {
+  if (groups < 1 || channels % groups != 0)
+    throw_error("GroupNorm: ", channels, " channels are not divisible into ", groups, " groups");
+  if (affine) {
+    weight = param(Tensor::ones({channels}).contiguous().realize());
+    bias = param(Tensor::zeros({channels}).contiguous().realize());
+  }
+}
+
+Tensor GroupNorm::operator()(const Tensor& x) const {
+  check_rank(x, 2, "GroupNorm", "(N, C, ...)");
+  if (x.shape()[1] != num_channels)
+    throw_error("GroupNorm: expected ", num_channels, " channels on axis 1, got shape ", shape_to_string(x.shape()));
+  Tensor y = x.reshape({x.shape()[0], num_groups, -1}).layernorm({-1}, eps).reshape(x.shape());
+  if (!weight) return y;
+  Shape s(static_cast<size_t>(x.ndim()), 1);
+  s[1] = num_channels;
+  return y * weight->reshape(s) + bias->reshape(s);
+}
+
+void GroupNorm::collect(StateDict& out, const std::string& prefix) const {
+  add_state(out, prefix, "weight", weight);
+  add_state(out, prefix, "bias", bias);
+}
+
+RMSNorm::RMSNorm(int64_t dim, double eps, bool affine) : eps(eps) {
+  if (affine) weight = param(Tensor::ones({dim}).contiguous().realize());
+}
+
+Tensor RMSNorm::operator()(const Tensor& x) const {
+  Tensor y = x * ((x * x).mean({-1}, true) + eps).rsqrt();
+  return weight ? y * *weight : y;
+}
+
+void RMSNorm::collect(StateDict& out, const std::string& prefix) const { add_state(out, prefix, "weight", weight); }
+
+// ---- Embedding
+
+Embedding::Embedding(int64_t vocab, int64_t d)
+    : vocab_size(vocab), dim(d), weight(param(Tensor::glorot_uniform({vocab, d}))) {}
+
+Tensor Embedding::operator()(const Tensor& idx) const {
+  Shape out = idx.shape();
+  out.push_back(dim);
+  // one-hot rows times the table: (n, vocab) @ (vocab, dim)
+  Tensor flat = idx.reshape({-1});
+  return flat.one_hot(vocab_size).cast(weight.dtype()).matmul(weight).reshape(out);
+}
+
+void Embedding::collect(StateDict& out, const std::string& prefix) const { add_state(out, prefix, "weight", weight); }
+
+// ---- state dicts
+
+std::vector<Tensor> parameters_of(const StateDict& state) {
+  std::vector<Tensor> out;
+  for (const auto& [name, t] : state)
+    if (t.requires_grad()) out.push_back(t);
+  return out;
+}
+
+void load_state_dict_into(const StateDict& model_state, const StateDict& state, bool strict) {
+  std::string missing, unexpected, mismatched;
+  for (const auto& [name, t] : model_state) {
+    auto it = state.find(name);
+    if (it == state.end()) {
+      missing += (missing.empty() ? "" : ", ") + name;
+    } else if (it->second.shape() != t.shape()) {
+      mismatched += (mismatched.empty() ? "" : ", ") + name + " (model " + shape_to_string(t.shape()) + ", given " +
+                    shape_to_string(it->second.shape()) + ")";
+    }
+  }
+  for (const auto& [name, t] : state)
+    if (!model_state.count(name)) unexpected += (unexpected.empty() ? "" : ", ") + name;
+  if (!mismatched.empty() || (strict && (!missing.empty() || !unexpected.empty())))
+    throw_error("load_state_dict: ", missing.empty() ? "" : "missing keys: " + missing + "; ",
+                unexpected.empty() || !strict ? "" : "unexpected keys: " + unexpected + "; ",
+                mismatched.empty() ? "" : "mis-shaped keys: " + mismatched);
+  std::vector<Tensor> updated;
+  for (const auto& [name, t] : model_state) {
+    auto it = state.find(name);
+    if (it == state.end()) continue;
+    Tensor target = t;
+    target.assign(it->second.cast(t.dtype()).contiguous());
+    updated.push_back(target);
+  }
+  Tensor::realize(updated);
+}
+
+}  // namespace kiln::nn

@@ -1,0 +1,37 @@
+// Activation functions, as compositions of elementwise primitives (tinygrad's formulas).
+#include <cmath>
+#include <numbers>
+
+#include "kiln/error.h"
+#include "tensor/tensor_impl.h"
+
+namespace kiln {
+
+Tensor Tensor::gelu() const {  // tanh approximation, as tinygrad
+  const double c = std::sqrt(2 / std::numbers::pi);
+  return 0.5 * *this * (1.0 + (c * (*this + 0.044715 * *this * *this * *this)).tanh());
+}
+Tensor Tensor::quick_gelu() const { return *this * (*this * 1.702).sigmoid(); }
+Tensor Tensor::silu() const { return *this * sigmoid(); }
+Tensor Tensor::swish() const { return silu(); }
+Tensor Tensor::relu6() const { return relu() - (*this - 6.0).relu(); }
+Tensor Tensor::hardswish() const { return *this * (*this + 3.0).relu6() * (1.0 / 6); }
+Tensor Tensor::mish() const { return *this * softplus().tanh(); }
+Tensor Tensor::hardtanh(double lo, double hi) const { return clip(lo, hi); }
+Tensor Tensor::leaky_relu(double neg_slope) const { return lt(0).where(*this * neg_slope, *this); }
+Tensor Tensor::elu(double alpha) const { return relu() - alpha * (1.0 - exp()).relu(); }
+
+Tensor Tensor::softplus(double beta) const {
+  // log(1 + e^(bx)) / b, computed as max(bx, 0) + log(1 + e^-|bx|) so large inputs don't overflow
+  Tensor bx = *this * beta;
+  return (bx.relu() + (1.0 + (-bx.abs()).exp()).log()) * (1.0 / beta);
+}
+
+Tensor Tensor::erf() const {
+  // Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7)
+  Tensor t = 1.0 / (1.0 + 0.3275911 * abs());
+  Tensor poly = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t;
+  return sign() * (1.0 - poly * (-square()).exp());
+}
+
+}  // namespace kiln

@@ -1,0 +1,133 @@
+// The autograd face of Tensor: which tensors want gradients, backward() and gradient(), and the
+// in-place assignment optimizers use. The rules themselves are in gradient.cpp.
+#include <unordered_set>
+
+#include "kiln/error.h"
+#include "tensor/gradient.h"
+#include "tensor/tensor_impl.h"
+
+namespace kiln {
+
+bool Tensor::training = false;
+bool Tensor::no_grad = false;
+
+namespace {
+
+// The nodes a gradient can flow back into from `root` (DETACH cuts the graph).
+std::unordered_set<const UOp*> differentiable_nodes(const UOp* root) {
+  std::unordered_set<const UOp*> seen{root};
+  std::vector<const UOp*> stack{root};
+  while (!stack.empty()) {
+    const UOp* u = stack.back();
+    stack.pop_back();
+    if (u->op == Ops::DETACH) continue;
+    for (const UOpRef& s : u->src)
+      if (seen.insert(s.get()).second) stack.push_back(s.get());
+  }
+  return seen;
+}
+
+// Live tensors that asked for a gradient and that `root` depends on.
+std::vector<std::shared_ptr<TensorImpl>> tensors_needing_grad(const UOp* root) {
+  std::unordered_set<const UOp*> nodes = differentiable_nodes(root);
+  std::vector<std::shared_ptr<TensorImpl>> out;
+  for (auto& t : TensorRegistry::get().live())
+    if (t->requires_grad && nodes.count(t->uop.get())) out.push_back(std::move(t));
+  return out;
+}
+
+void check_scalar_root(const Tensor& t, const char* what) {
+  if (t.numel() != 1)
+    throw_error(what, ": expected a tensor with one element (a loss), got shape ", shape_to_string(t.shape()),
+                "; pass the gradient explicitly or reduce it first");
+  if (!t.dtype().is_float()) throw_error(what, ": expected a float tensor, got ", t.dtype().name());
+}
+
+}  // namespace
+
+Tensor& Tensor::requires_grad_(bool on) {
+  if (on && !dtype().is_float())
+    throw_error("requires_grad_: only float tensors can require gradients, this one is ", dtype().name());
+  impl_->requires_grad = on;
+  return *this;
+}
+
+bool Tensor::requires_grad() const {
+  if (impl_->requires_grad) return true;
+  if (!impl_->grad_enabled || !dtype().is_float()) return false;
+  return !tensors_needing_grad(uop().get()).empty();
+}
+
+std::optional<Tensor> Tensor::grad() const { return impl_->grad; }
+
+Tensor& Tensor::set_grad(std::optional<Tensor> g) {
+  if (g && (g->shape() != shape()))
+    throw_error("set_grad: the gradient's shape ", shape_to_string(g->shape()), " differs from the tensor's ",
+                shape_to_string(shape()));
+  impl_->grad = std::move(g);
+  return *this;
+}
+
+Tensor& Tensor::backward(std::optional<Tensor> gradient) {
+  if (!impl_->grad_enabled) throw_error("backward: this tensor was made under Tensor::no_grad");
+  if (!gradient) {
+    check_scalar_root(*this, "backward");
+    gradient = ones_like();
+  } else if (gradient->shape() != shape()) {
+    throw_error("backward: the gradient's shape ", shape_to_string(gradient->shape()), " differs from the tensor's ",
+                shape_to_string(shape()));
+  }
+  auto targets = tensors_needing_grad(uop().get());
+  if (targets.empty())
+    throw_error("backward: nothing this tensor depends on requires a gradient (call requires_grad_() on the "
+                "parameters, or backward() before realizing the loss)");
+  std::vector<const UOp*> nodes;
+  for (const auto& t : targets) nodes.push_back(t->uop.get());
+  auto grads = autograd::compute_gradient(*this, gradient->cast(dtype()), nodes);
+  for (const auto& t : targets) {
+    auto g = grads.find(t->uop.get());
+    if (g == grads.end()) continue;  // reached only through integer ops
+    Tensor add = g->second.cast(t->uop->dtype);
+    t->grad = t->grad ? *t->grad + add : add;
+  }
+  return *this;
+}
+
+std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& targets) const {
+  check_scalar_root(*this, "gradient");
+  std::vector<const UOp*> nodes;
+  for (const Tensor& t : targets) {
+    if (!t.dtype().is_float()) throw_error("gradient: target of dtype ", t.dtype().name(), " carries no gradient");
+    nodes.push_back(t.uop().get());
+  }
+  auto grads = autograd::compute_gradient(*this, ones_like(), nodes);
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < targets.size(); i++) {
+    auto g = grads.find(nodes[i]);
+    if (g == grads.end())
+      throw_error("gradient: target ", i, " (shape ", shape_to_string(targets[i].shape()),
+                  ") is not part of this tensor's graph");
+    out.push_back(g->second.cast(targets[i].dtype()));
+  }
+  return out;
+}
+
+Tensor Tensor::detach() const { return Tensor(UOp::make(Ops::DETACH, dtype(), {uop()})); }
+
+Tensor& Tensor::assign(const Tensor& value) {
+  if (value.shape() != shape())
+    throw_error("assign: expected a value of shape ", shape_to_string(shape()), ", got ", shape_to_string(value.shape()));
+  if (value.dtype() != dtype())
+    throw_error("assign: expected a value of dtype ", dtype().name(), ", got ", value.dtype().name());
+  // Functional update: this handle (and every copy of it) now reads the new value; graphs built
+  // from the old value keep it alive until they are done with it.
+  set_uop(value.uop());
+  return *this;
+}
+
+Tensor Tensor::to(const std::string& dev) const {
+  if (dev == device()) return *this;
+  throw_error("to: copies between devices are not supported yet (", device(), " -> ", dev, ")");
+}
+
+}  // namespace kiln

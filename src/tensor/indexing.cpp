@@ -1,0 +1,109 @@
+// Indexing with integer tensors: comparisons against an arange make one-hot masks, and a masked
+// sum picks the values (tinygrad's way; differentiable, no gather primitive needed).
+#include "kiln/error.h"
+#include "tensor/tensor_impl.h"
+
+namespace kiln {
+namespace {
+
+// index == arange(n) along a new last axis: (..., n) bool
+Tensor one_hot_mask(const Tensor& index, int64_t n) {
+  if (index.dtype().is_float() || index.dtype().is_bool())
+    throw_error("index tensors must be integers, got ", index.dtype().name());
+  Shape s(static_cast<size_t>(index.ndim()), 1);
+  s.push_back(n);
+  return index.unsqueeze(-1).eq(Tensor::arange(0, static_cast<double>(n), 1, index.dtype()).reshape(s));
+}
+
+// The lower/upper-triangle mask of the last two axes: col - row >= diagonal (upper) or <= (lower).
+Tensor triangle(const Tensor& x, int64_t diagonal, bool upper) {
+  if (x.ndim() < 2) throw_error(upper ? "triu" : "tril", ": expected at least 2 dimensions, got ", shape_to_string(x.shape()));
+  int64_t r = x.shape()[x.ndim() - 2], c = x.shape()[x.ndim() - 1];
+  Tensor rows = Tensor::arange(0, static_cast<double>(r)).reshape({r, 1});
+  Tensor cols = Tensor::arange(0, static_cast<double>(c)).reshape({1, c});
+  Tensor diff = cols - rows;
+  Tensor keep = upper ? diff.ge(static_cast<int32_t>(diagonal)) : diff.le(static_cast<int32_t>(diagonal));
+  return keep.where(x, x.const_like(0));
+}
+
+}  // namespace
+
+Tensor Tensor::one_hot(int64_t num_classes) const {
+  if (num_classes < 1) throw_error("one_hot: num_classes must be >= 1, got ", num_classes);
+  return one_hot_mask(*this, num_classes).cast(dtypes::int32);
+}
+
+Tensor Tensor::gather(int axis, const Tensor& index) const {
+  const int a = normalize_axis(axis);
+  if (index.ndim() != ndim())
+    throw_error("gather: index ", shape_to_string(index.shape()), " must have as many dims as the input ",
+                shape_to_string(shape()));
+  Pairs keep;
+  for (int64_t d = 0; d < ndim(); d++) {
+    if (d != a && index.shape()[d] > shape()[d])
+      throw_error("gather: index ", shape_to_string(index.shape()), " is larger than the input ",
+                  shape_to_string(shape()), " along axis ", d);
+    keep.push_back({0, d == a ? shape()[d] : index.shape()[d]});
+  }
+  // x: (..., 1 at a, ..., n) against mask (..., index.shape[a] at a, ..., n)
+  Tensor x = shrink(keep).unsqueeze(-1).transpose(-1, a);
+  return one_hot_mask(index, shape()[a]).where(x, x.const_like(0)).sum({-1}).cast(dtype());
+}
+
+Tensor Tensor::index_select(int axis, const Tensor& index) const {
+  const int a = normalize_axis(axis);
+  if (index.ndim() != 1) throw_error("index_select: expected a 1-D index, got ", shape_to_string(index.shape()));
+  // move the axis last, pick with a one-hot matmul-like masked sum, move it back
+  Tensor x = transpose(a, -1).unsqueeze(-2);                       // (..., 1, n)
+  Tensor picked = one_hot_mask(index, shape()[a]).where(x, x.const_like(0)).sum({-1});  // (..., k)
+  return picked.cast(dtype()).transpose(a, -1);
+}
+
+Tensor Tensor::scatter(int axis, const Tensor& index, const Tensor& src) const {
+  const int a = normalize_axis(axis);
+  if (index.ndim() != ndim() || src.ndim() != ndim())
+    throw_error("scatter: input ", shape_to_string(shape()), ", index ", shape_to_string(index.shape()), " and src ",
+                shape_to_string(src.shape()), " must have the same number of dims");
+  Pairs to_index, pad_to_self;
+  for (int64_t d = 0; d < ndim(); d++) {
+    if (index.shape()[d] > src.shape()[d] || (d != a && index.shape()[d] > shape()[d]))
+      throw_error("scatter: index ", shape_to_string(index.shape()), " is larger than src ",
+                  shape_to_string(src.shape()), " or the input ", shape_to_string(shape()), " along axis ", d);
+    to_index.push_back({0, index.shape()[d]});
+    pad_to_self.push_back({0, d == a ? 0 : shape()[d] - index.shape()[d]});
+  }
+  pad_to_self.push_back({0, 0});
+  // (..., k at a, ..., n): which target position each source element goes to
+  Tensor mask = one_hot_mask(index, shape()[a]).pad(pad_to_self);
+  Tensor vals = src.cast(dtype()).shrink(to_index).unsqueeze(-1).expand(mask.shape());
+  // Along a, a later index wins: fold the k sources in order.
+  std::vector<Tensor> ms = mask.split(1, a), vs = vals.split(1, a);
+  Tensor hit = ms[0], value = vs[0];
+  for (size_t i = 1; i < ms.size(); i++) {
+    value = ms[i].where(vs[i], value);
+    hit = hit + ms[i];
+  }
+  // (..., 1 at a, ..., n) -> (..., n at a, ...)
+  hit = hit.transpose(a, -1).squeeze(-1);
+  value = value.transpose(a, -1).squeeze(-1);
+  return hit.where(value, *this);
+}
+
+Tensor Tensor::masked_fill(const Tensor& mask, double value) const {
+  return mask.cast(dtypes::bool_).where(scalar_like(*this, value), *this);
+}
+
+Tensor Tensor::cumsum(int axis) const {
+  const int a = normalize_axis(axis);
+  int64_t n = shape()[a];
+  if (n == 0) return *this;
+  // windows of n ending at each position over a zero-padded copy: out[i] = sum(x[i-n+1..i])
+  Pairs before(static_cast<size_t>(ndim()), {0, 0});
+  before.back() = {n - 1, 0};
+  return transpose(a, -1).pad(before).pool({n}, {1}, {1}).sum({-1}).transpose(a, -1);
+}
+
+Tensor Tensor::tril(int64_t diagonal) const { return triangle(*this, diagonal, false); }
+Tensor Tensor::triu(int64_t diagonal) const { return triangle(*this, diagonal, true); }
+
+}  // namespace kiln

@@ -1,0 +1,247 @@
+// Sliding-window ops: pooling and convolution are a windowed view (pool) followed by a reduction,
+// as tinygrad builds them. The windows are movement ops only, so they cost index math, not copies.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "kiln/error.h"
+#include "tensor/tensor_impl.h"
+
+namespace kiln {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Pads (or, for negative amounts, shrinks) the last pads.size() axes, filling with `value`.
+Tensor pad_spatial(const Tensor& x, const Pairs& pads, double value = 0) {
+  const size_t lead = x.shape().size() - pads.size();
+  Pairs grow(x.shape().size(), {0, 0}), cut;
+  bool any_cut = false;
+  for (size_t i = 0; i < x.shape().size(); i++) cut.push_back({0, x.shape()[i]});
+  for (size_t i = 0; i < pads.size(); i++) {
+    auto [b, a] = pads[i];
+    grow[lead + i] = {std::max<int64_t>(b, 0), std::max<int64_t>(a, 0)};
+    cut[lead + i] = {std::max<int64_t>(-b, 0), x.shape()[lead + i] - std::max<int64_t>(-a, 0)};
+    any_cut |= b < 0 || a < 0;
+  }
+  Tensor s = any_cut ? x.shrink(cut) : x;
+  Tensor padded = s.pad(grow);
+  if (value == 0 || padded.shape() == s.shape()) return padded;
+  Tensor inside = Tensor::ones(s.shape(), dtypes::bool_).pad(grow);
+  return inside.where(padded, value);
+}
+
+Shape spatial(const Shape& s, size_t k) { return Shape(s.end() - static_cast<int64_t>(k), s.end()); }
+
+Pairs symmetric(int64_t p, size_t dims) { return Pairs(dims, {p, p}); }
+
+// Extra padding after each axis so the last window that starts inside the input is kept.
+Pairs ceil_mode_pads(const Shape& in, const Pairs& pads, const Shape& k, const Shape& s, const Shape& d) {
+  Pairs out = pads;
+  for (size_t i = 0; i < k.size(); i++) {
+    auto [b, a] = pads[i];
+    int64_t span = d[i] * (k[i] - 1) + 1;
+    int64_t o = ceil_div(in[i] + b + a - span, s[i]) + 1;
+    out[i].second += s[i] * (o - 1) + span - (in[i] + b + a) - std::max<int64_t>(s[i] * (o - 1) - (b + in[i] - 1), 0);
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor Tensor::pool(const Shape& k, const Shape& s, const Shape& d) const {
+  const size_t nk = k.size(), lead = shape().size() - nk;
+  if (shape().size() < nk) throw_error("pool: cannot take ", nk, "-d windows of shape ", shape_to_string(shape()));
+  Shape in = spatial(shape(), nk), o(nk);
+  for (size_t i = 0; i < nk; i++) {
+    if (k[i] < 1 || s[i] < 1 || d[i] < 1)
+      throw_error("pool: kernel, stride and dilation must be >= 1, got ", k[i], ", ", s[i], ", ", d[i]);
+    if (d[i] * (k[i] - 1) + 1 > in[i])
+      throw_error("pool: window ", k[i], " (dilation ", d[i], ") is larger than the input's ", in[i], " along axis ",
+                  lead + i, " of ", shape_to_string(shape()));
+    o[i] = ceil_div(in[i] - d[i] * (k[i] - 1), s[i]);
+  }
+  Shape noop(shape().begin(), shape().begin() + static_cast<int64_t>(lead));
+  auto with_lead = [&](const Shape& tail) {
+    Shape r = noop;
+    r.insert(r.end(), tail.begin(), tail.end());
+    return r;
+  };
+  auto bounds = [&](const Pairs& tail) {
+    Pairs r;
+    for (int64_t n : noop) r.push_back({0, n});
+    r.insert(r.end(), tail.begin(), tail.end());
+    return r;
+  };
+  std::vector<int> order;
+  for (size_t i = 0; i < lead; i++) order.push_back(static_cast<int>(i));
+  bool overlapping = false;
+  for (size_t i = 0; i < nk; i++) overlapping |= k[i] > s[i] || d[i] != 1;
+  if (!overlapping) {  // windows tile the input: pad to o*s, split each axis into (o, s), keep k
+    Pairs grow, cut;
+    Shape split;
+    for (size_t i = 0; i < nk; i++) {
+      grow.push_back({0, std::max<int64_t>(0, o[i] * s[i] - in[i])});
+      cut.push_back({0, o[i] * s[i]});
+    }
+    Tensor x = pad_spatial(*this, grow).shrink(bounds(cut));
+    for (size_t i = 0; i < nk; i++) split.insert(split.end(), {o[i], s[i]});
+    Pairs keep;
+    for (size_t i = 0; i < nk; i++) keep.insert(keep.end(), {{0, o[i]}, {0, k[i]}});
+    x = x.reshape(with_lead(split)).shrink(bounds(keep));
+    for (size_t i = 0; i < nk; i++) order.push_back(static_cast<int>(lead + 2 * i));
+    for (size_t i = 0; i < nk; i++) order.push_back(static_cast<int>(lead + 2 * i + 1));
+    return x.permute(order);
+  }
+  // Overlapping windows: repeat each axis with a period one dilation longer than the (padded)
+  // input, so reading along the repeat walks the window, then cut strides out of it. The front
+  // padding F (a whole number of strides, at least the extra repeats' drift) keeps every index in
+  // one period both ways: the forward reads x[F + o*s + k*d] and the backward's window index is
+  // just the repeat number, with no division left after simplification.
+  Shape front(nk), padded(nk), period(nk), rep(lead, 1);
+  Pairs grow;
+  for (size_t i = 0; i < nk; i++) {
+    const int64_t span = d[i] * (k[i] - 1);
+    const int64_t end_pad = o[i] * s[i] - (in[i] - span);  // so the strides divide the length exactly
+    int64_t r = 0;
+    for (front[i] = ceil_div(k[i] * d[i], s[i]) * s[i];; front[i] += s[i]) {
+      padded[i] = in[i] + front[i] + end_pad;
+      period[i] = padded[i] + d[i];
+      r = ceil_div(k[i] * period[i], padded[i]);
+      if (front[i] >= (r - 1) * d[i]) break;
+    }
+    grow.push_back({front[i], end_pad});
+    rep.push_back(r);
+  }
+  Tensor x = pad_spatial(*this, grow).repeat(rep);
+  Pairs cut1, cut2, cut3;
+  Shape shape1, shape2, shape3;
+  for (size_t i = 0; i < nk; i++) {
+    const int64_t strides = (padded[i] - d[i] * (k[i] - 1)) / s[i];  // window starts in the padded input
+    cut1.push_back({0, k[i] * period[i]});
+    shape1.insert(shape1.end(), {k[i], period[i]});
+    cut2.insert(cut2.end(), {{0, k[i]}, {0, strides * s[i]}});
+    shape2.insert(shape2.end(), {k[i], strides, s[i]});
+    cut3.insert(cut3.end(), {{0, k[i]}, {front[i] / s[i], front[i] / s[i] + o[i]}, {0, 1}});
+    shape3.insert(shape3.end(), {k[i], o[i]});
+  }
+  x = x.shrink(bounds(cut1)).reshape(with_lead(shape1));
+  x = x.shrink(bounds(cut2)).reshape(with_lead(shape2));
+  x = x.shrink(bounds(cut3)).reshape(with_lead(shape3));
+  for (size_t i = 0; i < nk; i++) order.push_back(static_cast<int>(lead + 2 * i + 1));
+  for (size_t i = 0; i < nk; i++) order.push_back(static_cast<int>(lead + 2 * i));
+  return x.permute(order);
+}
+
+namespace {
+
+// Convolution with per-axis strides, dilations and (possibly negative, asymmetric) padding.
+Tensor conv(const Tensor& x_in, const Tensor& w, const std::optional<Tensor>& bias, const Shape& stride,
+            const Shape& dilation, const Pairs& padding, int64_t groups) {
+  if (x_in.ndim() < 3 || w.ndim() != x_in.ndim())
+    throw_error("conv2d: expected input (N, C, spatial...) and weight (O, C/groups, kernel...) of equal rank, got ",
+                shape_to_string(x_in.shape()), " and ", shape_to_string(w.shape()));
+  const int64_t bs = x_in.shape()[0], cin_total = x_in.shape()[1], cout = w.shape()[0], cin = w.shape()[1];
+  if (groups < 1 || cin * groups != cin_total || cout % groups != 0)
+    throw_error("conv2d: input ", shape_to_string(x_in.shape()), " has ", cin_total, " channels but weight ",
+                shape_to_string(w.shape()), " with groups=", groups, " expects ", cin * groups,
+                " (and out channels divisible by groups)");
+  const size_t nk = static_cast<size_t>(w.ndim() - 2);
+  Shape k = spatial(w.shape(), nk);
+  Tensor x = pad_spatial(x_in, padding).pool(k, stride, dilation);  // (bs, cin_total, out..., k...)
+  const int64_t rcout = cout / groups;
+  Shape oyx(x.shape().begin() + 2, x.shape().begin() + 2 + static_cast<int64_t>(nk));
+  // (bs, groups, cin, 1, out..., k...) -> expand rcout -> (bs, groups, rcout, out..., cin, k...)
+  Shape s1{bs, groups, cin, 1}, s2{bs, groups, cin, rcout};
+  for (int64_t v : oyx) s1.push_back(v), s2.push_back(v);
+  for (int64_t v : k) s1.push_back(v), s2.push_back(v);
+  std::vector<int> order{0, 1, 3};
+  for (size_t i = 0; i < nk; i++) order.push_back(static_cast<int>(4 + i));
+  order.push_back(2);
+  for (size_t i = 0; i < nk; i++) order.push_back(static_cast<int>(4 + nk + i));
+  x = x.reshape(s1).expand(s2).permute(order);
+  Shape ws{1, groups, rcout};
+  for (size_t i = 0; i < nk; i++) ws.push_back(1);
+  ws.push_back(cin);
+  for (int64_t v : k) ws.push_back(v);
+  std::vector<int> axes;
+  for (size_t i = 0; i <= nk; i++) axes.push_back(-1 - static_cast<int>(i));
+  Shape out{bs, cout};
+  out.insert(out.end(), oyx.begin(), oyx.end());
+  Tensor r = (x * w.reshape(ws)).sum(axes).reshape(out);
+  if (!bias) return r;
+  if (bias->shape() != Shape{cout})
+    throw_error("conv2d: expected a bias of shape (", cout, "), got ", shape_to_string(bias->shape()));
+  Shape bs_shape{1, cout};
+  bs_shape.insert(bs_shape.end(), nk, 1);
+  return r + bias->reshape(bs_shape);
+}
+
+}  // namespace
+
+Tensor Tensor::conv2d(const Tensor& weight, std::optional<Tensor> bias, int stride, int padding, int dilation,
+                      int groups) const {
+  const size_t nk = weight.ndim() >= 2 ? static_cast<size_t>(weight.ndim() - 2) : 0;
+  return conv(*this, weight, bias, Shape(nk, stride), Shape(nk, dilation), symmetric(padding, nk), groups);
+}
+
+Tensor Tensor::conv_transpose2d(const Tensor& weight, std::optional<Tensor> bias, int stride, int padding,
+                                int dilation, int groups, int output_padding) const {
+  if (weight.ndim() < 3 || weight.ndim() != ndim())
+    throw_error("conv_transpose2d: expected input and weight of equal rank >= 3, got ", shape_to_string(shape()),
+                " and ", shape_to_string(weight.shape()));
+  const size_t nk = static_cast<size_t>(weight.ndim() - 2);
+  const int64_t cin = weight.shape()[0], rcout = weight.shape()[1];
+  if (groups < 1 || cin % groups != 0 || shape()[1] != cin)
+    throw_error("conv_transpose2d: input ", shape_to_string(shape()), " and weight ", shape_to_string(weight.shape()),
+                " disagree on input channels (groups=", groups, ")");
+  // (cin, rcout, k...) -> (groups, cin/g, rcout, k...) -> (groups, rcout, cin/g, k...), windows flipped
+  Shape wshape{groups, cin / groups, rcout};
+  Shape k = spatial(weight.shape(), nk);
+  wshape.insert(wshape.end(), k.begin(), k.end());
+  std::vector<int> flip_axes;
+  for (size_t i = 0; i < nk; i++) flip_axes.push_back(static_cast<int>(3 + i));
+  Tensor w = weight.reshape(wshape).transpose(1, 2).flip(flip_axes).flatten(0, 1);
+  Tensor x = *this;
+  if (stride > 1) {  // zeros between the inputs: (n) -> (n, 1) -> pad (n, s) -> (n*s) -> cut the last s-1
+    Shape s1(shape().begin(), shape().begin() + 2), s2 = s1;
+    Pairs pads(2, {0, 0}), cut;
+    for (size_t i = 0; i < nk; i++) {
+      int64_t n = shape()[2 + i];
+      s1.insert(s1.end(), {n, 1});
+      pads.insert(pads.end(), {{0, 0}, {0, stride - 1}});
+      s2.push_back(n * stride);
+    }
+    x = x.reshape(s1).pad(pads).reshape(s2);
+    for (size_t i = 0; i < x.shape().size(); i++)
+      cut.push_back({0, i < 2 ? x.shape()[i] : x.shape()[i] - (stride - 1)});
+    x = x.shrink(cut);
+  }
+  Pairs pads;
+  for (size_t i = 0; i < nk; i++)
+    pads.push_back({(k[i] - 1) * dilation - padding, (k[i] - 1) * dilation - padding + output_padding});
+  return conv(x, w, bias, Shape(nk, 1), Shape(nk, dilation), pads, groups);
+}
+
+Tensor Tensor::max_pool2d(int kernel, std::optional<int> stride, int padding, int dilation, bool ceil_mode) const {
+  Shape k(2, kernel), s(2, stride.value_or(kernel)), d(2, dilation);
+  Pairs pads = symmetric(padding, 2);
+  if (ceil_mode) pads = ceil_mode_pads(spatial(shape(), 2), pads, k, s, d);
+  return pad_spatial(*this, pads, dtype().is_float() ? -INFINITY : dtype().min_value()).pool(k, s, d).max({-2, -1});
+}
+
+Tensor Tensor::avg_pool2d(int kernel, std::optional<int> stride, int padding, int dilation, bool ceil_mode,
+                          bool count_include_pad) const {
+  Shape k(2, kernel), s(2, stride.value_or(kernel)), d(2, dilation);
+  Pairs reg = symmetric(padding, 2);
+  Pairs pads = ceil_mode ? ceil_mode_pads(spatial(shape(), 2), reg, k, s, d) : reg;
+  Tensor sum = pad_spatial(*this, pads).pool(k, s, d).sum({-2, -1});
+  if (!count_include_pad) return sum / pad_spatial(ones_like(), pads).pool(k, s, d).sum({-2, -1});
+  if (!ceil_mode) return sum / static_cast<double>(kernel * kernel);
+  // ceil_mode counts the regular padding but not the extra windows' overhang
+  Pairs extra;
+  for (size_t i = 0; i < 2; i++) extra.push_back({0, pads[i].second - reg[i].second});
+  return sum / pad_spatial(pad_spatial(ones_like(), reg, 1), extra).pool(k, s, d).sum({-2, -1});
+}
+
+}  // namespace kiln
