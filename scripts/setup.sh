@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Installs what kiln needs on a fresh Debian machine: compilers, CMake, Ninja, GoogleTest.
+# Installs what kiln needs on a fresh Debian machine: compilers, CMake, Ninja, GoogleTest, zlib, and
+# the Fashion-MNIST dataset (its test is skipped without it).
 # Does nothing when everything is already there.
 set -euo pipefail
 
-packages=(g++ clang cmake ninja-build libgtest-dev libgmock-dev)
+packages=(g++ clang cmake ninja-build libgtest-dev libgmock-dev zlib1g-dev dataset-fashion-mnist)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
