@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Installs what kiln needs on a fresh Debian machine: compilers, CMake, Ninja, GoogleTest.
+# Installs what kiln needs on a fresh Debian machine: compilers, CMake, Ninja, GoogleTest, nlohmann-json,
+# and NumPy + PyTorch for the Python interoperability tests.
 # Does nothing when everything is already there.
 set -euo pipefail
 
-packages=(g++ clang cmake ninja-build libgtest-dev libgmock-dev)
+packages=(g++ clang cmake ninja-build libgtest-dev libgmock-dev nlohmann-json3-dev python3-numpy python3-torch)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
