@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Installs what kiln needs on a fresh Debian machine: compilers, CMake, Ninja, GoogleTest, zlib, and
-# the Fashion-MNIST dataset (its test is skipped without it).
-# Does nothing when everything is already there.
+# Installs what kiln needs on a fresh Debian machine: compilers, CMake, Ninja, GoogleTest, zlib,
+# nlohmann-json, CLI11 (the training example's flags), the Fashion-MNIST dataset, and NumPy + PyTorch
+# for the Python interoperability tests. Does nothing when everything is already there.
 set -euo pipefail
 
-packages=(g++ clang cmake ninja-build libgtest-dev libgmock-dev zlib1g-dev dataset-fashion-mnist)
+packages=(g++ clang cmake ninja-build libgtest-dev libgmock-dev zlib1g-dev nlohmann-json3-dev libcli11-dev
+          dataset-fashion-mnist python3-numpy python3-torch)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -3,6 +3,7 @@
 #include "kiln/counters.h"
 #include "kiln/dtype.h"
 #include "kiln/error.h"
+#include "kiln/nn/state.h"
 #include "kiln/schedule_item.h"
 #include "kiln/tensor.h"
 #include "kiln/uop.h"

@@ -88,6 +88,14 @@ Tensor tensor_from_bytes(const void* data, size_t bytes, DType dtype, Shape shap
   return Tensor(UOp::make(Ops::RESHAPE, dtype, {buf}, shape));
 }
 
+void tensor_to_bytes(const Tensor& t, void* dst, size_t bytes) {
+  Tensor realized = t;
+  realized.realize();
+  const UOp* base = realized.uop().get();
+  while (base->op == Ops::RESHAPE) base = base->src[0].get();
+  engine::copyout(*base, dst, bytes);
+}
+
 template <class T>
 Tensor Tensor::from_vector(std::vector<T> values, Shape shape) {
   shape = resolve_shape(std::move(shape), static_cast<int64_t>(values.size()),
@@ -124,17 +132,13 @@ std::vector<T> Tensor::to_vector() const {
   if (dtype_of<T>() != dtype())
     throw_error("to_vector: the tensor is ", dtype().name(), " but ", dtype_of<T>().name(),
                 " was asked for; cast() it first");
-  Tensor t = *this;
-  t.realize();
-  const UOp* base = t.uop().get();
-  while (base->op == Ops::RESHAPE) base = base->src[0].get();
   std::vector<T> out(static_cast<size_t>(numel()));
   if constexpr (std::is_same_v<T, bool>) {
     std::vector<uint8_t> bytes(out.size());
-    engine::copyout(*base, bytes.data(), bytes.size());
+    tensor_to_bytes(*this, bytes.data(), bytes.size());
     std::copy(bytes.begin(), bytes.end(), out.begin());
   } else {
-    engine::copyout(*base, out.data(), out.size() * sizeof(T));
+    tensor_to_bytes(*this, out.data(), out.size() * sizeof(T));
   }
   return out;
 }

@@ -37,5 +37,8 @@ Shape resolve_shape(Shape shape, int64_t numel, const std::string& what);
 
 // Host data → a new buffer on the default device, as a tensor of `shape`.
 Tensor tensor_from_bytes(const void* data, size_t bytes, DType dtype, Shape shape);
+// The reverse: realizes `t` and copies its elements (row-major, in the device's byte order) into
+// `dst`, which holds exactly `bytes` == t.nbytes() bytes.
+void tensor_to_bytes(const Tensor& t, void* dst, size_t bytes);
 
 }  // namespace kiln
