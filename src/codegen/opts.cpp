@@ -5,6 +5,7 @@
 //           accumulators and the C compiler can keep them in vector registers.
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "codegen/codegen.h"
 #include "kiln/ir/pattern_matcher.h"
@@ -57,15 +58,24 @@ int64_t upcast_amount(int64_t n, int64_t cap) {
   return 0;
 }
 
-// Which loads of the kernel read an address that depends on each range.
+// The address of a LOAD (its INDEX without the validity gate).
+const UOp* address(const UOp* load) { return load->src[0]->src[1].get(); }
+
+// Which loads inside the reduction loops (the ones the inner loop pays for) read an address that
+// depends on each range.
 std::unordered_map<const UOp*, std::vector<bool>> load_dependence(const UOpRef& ast, size_t& n_loads) {
   std::unordered_map<const UOp*, std::vector<bool>> out;
   std::vector<const UOp*> loads;
-  for (const UOp* u : ast->toposort())
-    if (u->op == Ops::LOAD) loads.push_back(u);
+  for (const UOp* u : ast->toposort()) {
+    if (u->op != Ops::LOAD) continue;
+    const auto topo = address(u)->toposort();
+    if (std::any_of(topo.begin(), topo.end(),
+                    [](const UOp* r) { return r->op == Ops::RANGE && info(r).type == AxisType::REDUCE; }))
+      loads.push_back(u);
+  }
   n_loads = loads.size();
   for (size_t i = 0; i < loads.size(); i++)
-    for (const UOp* u : loads[i]->src[0]->toposort())
+    for (const UOp* u : address(loads[i])->toposort())
       if (u->op == Ops::RANGE) {
         auto& deps = out[u];
         deps.resize(loads.size(), false);
@@ -88,6 +98,14 @@ std::vector<std::pair<const UOp*, int64_t>> choose_upcasts(const UOpRef& ast, in
     if (info(r).type == AxisType::THREAD && range_size(r) / 2 < threads) continue;  // keep the cores busy
     outputs.push_back(r);
   }
+  // Copies of a load under a validity gate that varies with the axis are each a branch: the C
+  // compiler can no longer vectorize them, so gated axes are not upcast.
+  std::unordered_set<const UOp*> gated;
+  for (const UOp* u : ast->toposort())
+    if (u->op == Ops::INDEX && u->src.size() > 2)
+      for (const UOp* g : u->src[2]->toposort())
+        if (g->op == Ops::RANGE) gated.insert(g);
+  std::erase_if(outputs, [&](const UOp* r) { return gated.count(r) > 0; });
   auto depends = [&](const UOp* r, size_t load) { return deps.count(r) && deps.at(r)[load]; };
   auto reuses = [&](const UOp* r) {
     for (size_t i = 0; i < n_loads; i++)

@@ -19,21 +19,55 @@ UOpRef flat_index(const std::vector<UOpRef>& idx, const Shape& shape) {
   return simplify(flat);
 }
 
+// Flattens `idx` (over `shape`) and re-divides it by `to`'s strides.
+std::vector<UOpRef> redivide(const std::vector<UOpRef>& idx, const Shape& shape, const Shape& to) {
+  UOpRef flat = flat_index(idx, shape);
+  std::vector<UOpRef> out(to.size());
+  int64_t stride = 1;
+  for (size_t k = to.size(); k-- > 0;) {
+    out[k] = to[k] == 1 ? index_const(0) : simplify((flat / stride) % to[k]);
+    stride *= to[k];
+  }
+  return out;
+}
+
+// A reshape maps groups of axes with equal products onto each other (a split, a merge, or axes
+// left alone); re-dividing each group on its own keeps the other axes' indices untouched, so no
+// division appears where the reshape only adds or removes size-1 axes, even where an index may
+// leave its axis's range under a padding's validity gate.
+std::vector<UOpRef> reshape_index(const std::vector<UOpRef>& out_idx, const Shape& out, const Shape& in) {
+  if (prod(in) == 0) return redivide(out_idx, out, in);
+  std::vector<size_t> outs, ins;
+  for (size_t k = 0; k < out.size(); k++)
+    if (out[k] != 1) outs.push_back(k);
+  for (size_t k = 0; k < in.size(); k++)
+    if (in[k] != 1) ins.push_back(k);
+  std::vector<UOpRef> in_idx(in.size(), index_const(0));
+  size_t a = 0, b = 0;
+  while (a < ins.size() && b < outs.size()) {
+    size_t a0 = a, b0 = b;
+    int64_t pa = in[ins[a++]], pb = out[outs[b++]];
+    while (pa != pb) {
+      if (pa < pb) pa *= in[ins[a++]];
+      else pb *= out[outs[b++]];
+    }
+    std::vector<UOpRef> group_idx;
+    Shape group_out, group_in;
+    for (size_t j = b0; j < b; j++) group_idx.push_back(out_idx[outs[j]]), group_out.push_back(out[outs[j]]);
+    for (size_t j = a0; j < a; j++) group_in.push_back(in[ins[j]]);
+    std::vector<UOpRef> r = redivide(group_idx, group_out, group_in);
+    for (size_t j = a0; j < a; j++) in_idx[ins[j]] = r[j - a0];
+  }
+  return in_idx;
+}
+
 Access apply_movement_op(const UOp& mop, const Access& out, UOpRef* pad_valid) {
   const Shape& in_shape = mop.src[0]->shape_or_throw();
   Access in{std::vector<UOpRef>(in_shape.size()), out.valid};
   switch (mop.op) {
-    case Ops::RESHAPE: {
-      // Flatten the output index, then re-divide it by the input's strides; the simplifier folds
-      // the divisions and modulos away whenever the reshape merely splits or merges axes.
-      UOpRef flat = flat_index(out.idx, *mop.shape());
-      int64_t stride = 1;
-      for (size_t k = in_shape.size(); k-- > 0;) {
-        in.idx[k] = in_shape[k] == 1 ? index_const(0) : simplify((flat / stride) % in_shape[k]);
-        stride *= in_shape[k];
-      }
+    case Ops::RESHAPE:
+      in.idx = reshape_index(out.idx, *mop.shape(), in_shape);
       break;
-    }
     case Ops::PERMUTE: {
       const Shape& perm = mop.arg_as<Shape>();
       for (size_t k = 0; k < perm.size(); k++) in.idx[perm[k]] = out.idx[k];

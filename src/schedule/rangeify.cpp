@@ -4,6 +4,7 @@
 // it must be: a root or CONTIGUOUS, a reduction that is broadcast again, or an expensive node read
 // in several different ways.
 #include <algorithm>
+#include <map>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -18,6 +19,10 @@ namespace {
 // or is read in many different ways.
 constexpr int kMaxRecomputeOps = 64;
 constexpr size_t kMaxRecomputeReads = 8;
+// A node of this many ops whose elements a kernel would compute this many times over on average
+// (a conv's input gradient re-reads each element once per kernel tap) is stored instead.
+constexpr int kMinOpsToStoreReused = 8;
+constexpr double kMaxRecomputeFactor = 4;
 
 // The node whose value a movement chain reads.
 const UOp* base_of(const UOp* u) {
@@ -93,12 +98,17 @@ class Rangeify {
       if (!realized_.count(u) && reads.size() > 1 &&
           (has_reduce_[u] || op_count_[u] > kMaxRecomputeOps || reads.size() > kMaxRecomputeReads))
         realized_.insert(u);
+      if (!realized_.count(u) && op_count_[u] >= kMinOpsToStoreReused && recompute_factor(u) >= kMaxRecomputeFactor)
+        realized_.insert(u);
       std::vector<Access> outs;
       if (realized_.count(u)) {
         Access own{{}, true_const()};
         for (int64_t n : u->shape_or_throw()) own.idx.push_back(n == 1 ? index_const(0) : fresh_range(n, AxisType::LOOP));
         plan_.own[u] = own;
         outs = {own};
+        scope_[u].clear();
+        for (const UOpRef& i : own.idx)
+          if (i->op == Ops::RANGE) scope_[u][u].insert(i.get());
       } else {
         outs = reads;
       }
@@ -106,9 +116,31 @@ class Rangeify {
     }
   }
 
+  // How many times over the loops around u's reads would compute each of its elements (in the
+  // kernel that recomputes it most).
+  double recompute_factor(const UOp* u) {
+    double worst = 0;
+    for (const auto& [kernel, ranges] : scope_[u]) {
+      double iterations = 1;
+      for (const UOp* r : ranges) iterations *= static_cast<double>(r->src[0]->const_value());
+      worst = std::max(worst, iterations);
+    }
+    return worst / std::max<double>(1, static_cast<double>(prod(u->shape_or_throw())));
+  }
+
+  // src is read inside u's loops (per kernel), plus `extra` reduction loops.
+  void widen_scope(const UOp* src, const UOp* u, const std::vector<UOpRef>& extra = {}) {
+    for (const auto& [kernel, ranges] : scope_[u]) {
+      auto& s = scope_[src][kernel];
+      s.insert(ranges.begin(), ranges.end());
+      for (const UOpRef& r : extra) s.insert(r.get());
+    }
+  }
+
   void push_to_sources(const UOp* u, const Access& a) {
     if (group::Movement.has(u->op)) {
       add_access(u->src[0].get(), apply_movement_op(*u, a));
+      widen_scope(u->src[0].get(), u);
     } else if (u->op == Ops::REDUCE) {
       Access in = a;
       std::vector<UOpRef> ranges;
@@ -121,8 +153,12 @@ class Rangeify {
       plan_.reduce_ranges[{u, key_of(a)}] = ranges;
       plan_.keep_accesses.push_back(a);
       add_access(u->src[0].get(), std::move(in));
+      widen_scope(u->src[0].get(), u, ranges);
     } else {
-      for (const UOpRef& s : u->src) add_access(s.get(), a);
+      for (const UOpRef& s : u->src) {
+        add_access(s.get(), a);
+        widen_scope(s.get(), u);
+      }
     }
   }
 
@@ -132,6 +168,8 @@ class Rangeify {
   std::unordered_map<const UOp*, bool> has_reduce_;
   std::unordered_map<const UOp*, int> op_count_;
   std::unordered_map<const UOp*, std::vector<Access>> accesses_;
+  // per node, per kernel (its realized root): the loops around the node's reads
+  std::unordered_map<const UOp*, std::map<const UOp*, std::unordered_set<const UOp*>>> scope_;
   Plan plan_;
   int64_t next_range_ = 0;
 };
