@@ -19,7 +19,7 @@ namespace {
 // or is read in many different ways.
 constexpr int kMaxRecomputeOps = 64;
 constexpr size_t kMaxRecomputeReads = 8;
-// A node of this many ops whose elements a kernel would compute this many times over on average
+// A node of this many arithmetic ops whose elements a kernel would compute this many times over on average
 // (a conv's input gradient re-reads each element once per kernel tap) is stored instead.
 constexpr int kMinOpsToStoreReused = 8;
 constexpr double kMaxRecomputeFactor = 4;
@@ -77,6 +77,10 @@ class Rangeify {
       for (const UOpRef& s : u->src)
         if (!realized_.count(base_of(s.get()))) size += op_count_[s.get()];
       op_count_[u] = std::min(size, kMaxRecomputeOps + 1);
+      int alu = group::ALU.has(u->op) ? 1 : 0;  // movement ops are free index math
+      for (const UOpRef& s : u->src)
+        if (!realized_.count(base_of(s.get()))) alu += alu_count_[s.get()];
+      alu_count_[u] = std::min(alu, kMaxRecomputeOps + 1);
     }
     has_reduce_ = std::move(has_reduce);
   }
@@ -98,7 +102,7 @@ class Rangeify {
       if (!realized_.count(u) && reads.size() > 1 &&
           (has_reduce_[u] || op_count_[u] > kMaxRecomputeOps || reads.size() > kMaxRecomputeReads))
         realized_.insert(u);
-      if (!realized_.count(u) && op_count_[u] >= kMinOpsToStoreReused && recompute_factor(u) >= kMaxRecomputeFactor)
+      if (!realized_.count(u) && alu_count_[u] >= kMinOpsToStoreReused && recompute_factor(u) >= kMaxRecomputeFactor)
         realized_.insert(u);
       std::vector<Access> outs;
       if (realized_.count(u)) {
@@ -167,6 +171,7 @@ class Rangeify {
   std::unordered_set<const UOp*> realized_;
   std::unordered_map<const UOp*, bool> has_reduce_;
   std::unordered_map<const UOp*, int> op_count_;
+  std::unordered_map<const UOp*, int> alu_count_;  // arithmetic ops among them
   std::unordered_map<const UOp*, std::vector<Access>> accesses_;
   // per node, per kernel (its realized root): the loops around the node's reads
   std::unordered_map<const UOp*, std::map<const UOp*, std::unordered_set<const UOp*>>> scope_;

@@ -93,39 +93,36 @@ Tensor Tensor::pool(const Shape& k, const Shape& s, const Shape& d) const {
     for (size_t i = 0; i < nk; i++) order.push_back(static_cast<int>(lead + 2 * i + 1));
     return x.permute(order);
   }
-  // Overlapping windows: repeat each axis with a period one dilation longer than the (padded)
-  // input, so reading along the repeat walks the window, then cut strides out of it. The front
-  // padding F (a whole number of strides, at least the extra repeats' drift) keeps every index in
-  // one period both ways: the forward reads x[F + o*s + k*d] and the backward's window index is
-  // just the repeat number, with no division left after simplification.
+  // Overlapping windows: repeat each axis k times and pad the repeats by k dilations, so that read
+  // in rows of one period (the padded input plus one dilation) row kk starts kk dilations further
+  // in; then cut strides out of each row. The front padding F (whole strides, at least the k-1
+  // dilations the rows drift) keeps every index inside one period both ways: the forward reads
+  // x[F + o*s + kk*d], and the backward's window index is just the repeat number, with no division
+  // left after simplification.
   Shape front(nk), padded(nk), period(nk), rep(lead, 1);
-  Pairs grow;
+  Pairs grow, row_pad(lead, {0, 0});
   for (size_t i = 0; i < nk; i++) {
     const int64_t span = d[i] * (k[i] - 1);
     const int64_t end_pad = o[i] * s[i] - (in[i] - span);  // so the strides divide the length exactly
-    int64_t r = 0;
-    for (front[i] = ceil_div(k[i] * d[i], s[i]) * s[i];; front[i] += s[i]) {
-      padded[i] = in[i] + front[i] + end_pad;
-      period[i] = padded[i] + d[i];
-      r = ceil_div(k[i] * period[i], padded[i]);
-      if (front[i] >= (r - 1) * d[i]) break;
-    }
+    front[i] = ceil_div(span, s[i]) * s[i];
+    padded[i] = in[i] + front[i] + end_pad;
+    period[i] = padded[i] + d[i];
     grow.push_back({front[i], end_pad});
-    rep.push_back(r);
+    rep.push_back(k[i]);
+    row_pad.push_back({0, k[i] * d[i]});
   }
-  Tensor x = pad_spatial(*this, grow).repeat(rep);
-  Pairs cut1, cut2, cut3;
+  Tensor x = pad_spatial(*this, grow).repeat(rep).pad(row_pad);
+  Pairs cut2, cut3;
   Shape shape1, shape2, shape3;
   for (size_t i = 0; i < nk; i++) {
     const int64_t strides = (padded[i] - d[i] * (k[i] - 1)) / s[i];  // window starts in the padded input
-    cut1.push_back({0, k[i] * period[i]});
     shape1.insert(shape1.end(), {k[i], period[i]});
     cut2.insert(cut2.end(), {{0, k[i]}, {0, strides * s[i]}});
     shape2.insert(shape2.end(), {k[i], strides, s[i]});
     cut3.insert(cut3.end(), {{0, k[i]}, {front[i] / s[i], front[i] / s[i] + o[i]}, {0, 1}});
     shape3.insert(shape3.end(), {k[i], o[i]});
   }
-  x = x.shrink(bounds(cut1)).reshape(with_lead(shape1));
+  x = x.reshape(with_lead(shape1));
   x = x.shrink(bounds(cut2)).reshape(with_lead(shape2));
   x = x.shrink(bounds(cut3)).reshape(with_lead(shape3));
   for (size_t i = 0; i < nk; i++) order.push_back(static_cast<int>(lead + 2 * i + 1));
