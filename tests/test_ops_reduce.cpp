@@ -89,6 +89,25 @@ TEST_P(Reduce, AxesAndKeepdim) {
 INSTANTIATE_TEST_SUITE_P(Ops, Reduce, ::testing::Range<size_t>(0, reduce_cases().size()),
                          [](const ::testing::TestParamInfo<size_t>& i) { return reduce_cases()[i.param].name; });
 
+// NaN follows PyTorch: a row holding NaN has max and min NaN, and argmax points at the NaN; the
+// elementwise maximum/minimum of NaN and a number is NaN from either side.
+TEST(ReduceValues, NaNPropagatesThroughMaxMinAndArgmax) {
+  const float nan = std::nanf("");
+  Tensor x = Tensor::from_vector<float>({1, nan, 3, -2, 5, 4, nan, 0, 2}, {3, 3});
+  std::vector<float> mx = x.max({1}).to_vector<float>(), mn = x.min({1}).to_vector<float>();
+  EXPECT_TRUE(std::isnan(mx[0]) && std::isnan(mx[2]) && std::isnan(mn[0]) && std::isnan(mn[2]));
+  EXPECT_EQ(mx[1], 5.0f);
+  EXPECT_EQ(mn[1], -2.0f);
+  EXPECT_EQ(x.argmax(1).to_vector<int32_t>(), (std::vector<int32_t>{1, 1, 0}));
+  Tensor a = Tensor::from_vector<float>({nan, 1, 2}, {3}), b = Tensor::from_vector<float>({0, nan, 1}, {3});
+  for (const Tensor& r : {a.maximum(b), b.maximum(a), a.minimum(b), b.minimum(a)}) {
+    std::vector<float> v = r.to_vector<float>();
+    EXPECT_TRUE(std::isnan(v[0]) && std::isnan(v[1]));
+  }
+  EXPECT_EQ(a.maximum(b).to_vector<float>()[2], 2.0f);
+  EXPECT_EQ(a.minimum(b).to_vector<float>()[2], 1.0f);
+}
+
 TEST(ReduceValues, DefaultsReduceEverything) {
   NdArray x = kt::wrap(ref::random({5, 3}, 1100), dtypes::float32);
   Tensor t = kt::make(x);

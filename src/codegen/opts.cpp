@@ -164,7 +164,10 @@ UOpRef apply_opts(const UOpRef& ast, const Target& target, std::vector<std::stri
     applied.push_back("UPCAST(axis=" + std::to_string(info(r).id) + ", amt=" + std::to_string(amt) + ")");
     k = split_range(k, r, amt, AxisType::UPCAST, next_id++);
   };
-  for (auto [r, amt] : choose_upcasts(k, threads)) upcast(r, amt);
+  // The first pick is applied last: copies vary fastest along it, so neighbouring statements read
+  // neighbouring addresses and the C compiler can pack them into vectors.
+  auto picks = choose_upcasts(k, threads);
+  for (auto it = picks.rbegin(); it != picks.rend(); ++it) upcast(it->first, it->second);
   return k;
 }
 

@@ -24,7 +24,7 @@ std::string reg_type(DType d) { return is_half(d) ? "float" : d.c_name(); }
 // The C type of `d` in memory.
 std::string mem_type(DType d) { return is_half(d) ? "unsigned short" : d.c_name(); }
 
-const char* kPreamble = R"(#define KILN_MAX(a, b) ({ __typeof__(a) a_ = (a), b_ = (b); a_ > b_ ? a_ : b_; })
+const char* kPreamble = R"(#define KILN_MAX(a, b) ({ __typeof__(a) a_ = (a), b_ = (b); (a_ > b_ || a_ != a_) ? a_ : b_; })
 #define KILN_BITCAST(to, from, x) ({ union { from f; to t; } u_; u_.f = (x); u_.t; })
 )";
 

@@ -107,7 +107,7 @@ Tensor Tensor::maximum(const Tensor& o) const {
 }
 Tensor Tensor::minimum(const Tensor& o) const {
   auto [a, b] = broadcast_with(o);
-  return a.lt(b).where(a, b);
+  return a.lt(b).add(a.ne(a)).where(a, b);  // a NaN on either side wins, as in PyTorch
 }
 Tensor Tensor::lt(const Tensor& o) const {
   auto [a, b] = broadcast_with(o);

@@ -77,7 +77,8 @@ Tensor Tensor::argmax(int axis, bool keepdim) const {
   Shape idx_shape(static_cast<size_t>(ndim()), 1);
   idx_shape[a] = n;
   Tensor rev = arange(static_cast<double>(n), 0, -1, dtypes::int32).reshape(idx_shape);
-  Tensor is_max = eq(max({a}, true));
+  // NaN is the max of a row holding one (PyTorch): its positions count as maximal (x != x).
+  Tensor is_max = eq(max({a}, true)).add(ne(*this));
   Tensor first = is_max.where(rev, rev.const_like(0)).max({a}, keepdim);
   return first.const_like(static_cast<double>(n)) - first;
 }

@@ -169,7 +169,7 @@ double exec_float(Ops op, DType d, std::span<const double> in) {
     case Ops::SUB: return r(v[0] - v[1]);
     case Ops::MUL: return r(v[0] * v[1]);
     case Ops::FDIV: return r(v[0] / v[1]);
-    case Ops::MAX: return v[0] > v[1] ? v[0] : v[1];
+    case Ops::MAX: return (v[0] > v[1] || std::isnan(v[0])) ? v[0] : v[1];  // NaN wins, as in PyTorch
     case Ops::CMPLT: return v[0] < v[1];
     case Ops::CMPNE: return v[0] != v[1];
     case Ops::CMPEQ: return v[0] == v[1];
