@@ -1,0 +1,283 @@
+// tinygrad's beautiful_mnist, in kiln: a small CNN trained on Fashion-MNIST on the CPU with Adam
+// and a one-cycle learning rate. After every epoch it measures test accuracy and writes a
+// checkpoint (model and optimizer state) that --resume continues from and --eval evaluates.
+//
+//   beautiful_mnist                          train with the defaults (see --help)
+//   beautiful_mnist --steps 5 --epochs 1     a quick run: 5 steps per epoch
+//   beautiful_mnist --resume                 continue from the checkpoint's next epoch
+//   beautiful_mnist --eval FILE              only measure the test accuracy of FILE's weights
+#include <kiln/kiln.h>
+#include <kiln/nn/layers.h>
+#include <kiln/nn/optim.h>
+#include <kiln/nn/state.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <numeric>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "mnist/checkpoint.h"
+#include "mnist/data.h"
+#include "mnist/progress.h"
+
+using namespace kiln;
+
+namespace {
+
+// tinygrad's beautiful_mnist model: 28x28 -> 24 -> 20 -> pool 10 -> 8 -> 6 -> pool 3; 64*3*3 = 576.
+struct BeautifulMnist {
+  nn::Conv2d l1{1, 32, 5}, l2{32, 32, 5};
+  nn::BatchNorm bn1{32};
+  nn::Conv2d l3{32, 64, 3}, l4{64, 64, 3};
+  nn::BatchNorm bn2{64};
+  nn::Linear l5{576, 10};
+
+  Tensor operator()(const Tensor& x) const {
+    Tensor h = bn1(l2(l1(x).relu()).relu()).max_pool2d(2);
+    h = bn2(l4(l3(h).relu()).relu()).max_pool2d(2);
+    return l5(h.flatten(1));
+  }
+
+  void collect(nn::StateDict& out, const std::string& prefix) const {
+    l1.collect(out, prefix + "l1.");
+    l2.collect(out, prefix + "l2.");
+    bn1.collect(out, prefix + "bn1.");
+    l3.collect(out, prefix + "l3.");
+    l4.collect(out, prefix + "l4.");
+    bn2.collect(out, prefix + "bn2.");
+    l5.collect(out, prefix + "l5.");
+  }
+};
+
+struct Flags {
+  int64_t epochs = 3, batch_size = 128, steps = 0, test_examples = 0, log_every = 10;
+  double lr = 3e-3;
+  uint64_t seed = 42;
+  std::string data, checkpoint = "checkpoints/beautiful_mnist.safetensors", eval_file;
+  bool resume = false;
+};
+
+// Sets Tensor::training and Tensor::no_grad for a scope, then restores them.
+class ModeGuard {
+ public:
+  ModeGuard(bool training, bool no_grad) : training_(Tensor::training), no_grad_(Tensor::no_grad) {
+    Tensor::training = training;
+    Tensor::no_grad = no_grad;
+  }
+  ~ModeGuard() {
+    Tensor::training = training_;
+    Tensor::no_grad = no_grad_;
+  }
+
+ private:
+  bool training_, no_grad_;
+};
+
+// Fraction of the first `limit` test images (0: all) classified correctly. The argmax runs on the
+// device; only the predicted classes come back to compare with the labels on the host.
+double evaluate(const BeautifulMnist& model, const mnist::HostSplit& test, const mnist::Standardization& norm,
+                int64_t batch_size, int64_t limit) {
+  ModeGuard eval_mode(/*training=*/false, /*no_grad=*/true);
+  const int64_t n = limit > 0 ? std::min(limit, test.count()) : test.count();
+  std::vector<int64_t> indices(static_cast<size_t>(n));
+  std::iota(indices.begin(), indices.end(), 0);
+  int64_t correct = 0;
+  for (int64_t start = 0; start < n; start += batch_size) {
+    const int64_t size = std::min(batch_size, n - start);
+    mnist::Batch batch = mnist::make_batch(test, std::span(indices).subspan(start, size), batch_size, norm);
+    std::vector<int32_t> predicted = model(batch.images).argmax(1).to_vector<int32_t>();
+    for (int64_t i = 0; i < size; i++)  // the padding past `size` is ignored
+      correct += predicted[i] == test.labels[static_cast<size_t>(start + i)];
+  }
+  return static_cast<double>(correct) / static_cast<double>(n);
+}
+
+std::string exact(double v) {  // a double that parses back to the same value
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+mnist::Metadata run_metadata(const Flags& f, const mnist::Standardization& norm) {
+  return {{"format", "kiln beautiful_mnist 1"},
+          {"epochs", std::to_string(f.epochs)},
+          {"batch_size", std::to_string(f.batch_size)},
+          {"lr", exact(f.lr)},
+          {"seed", std::to_string(f.seed)},
+          {"steps", std::to_string(f.steps)},
+          {"input_mean", exact(norm.mean)},
+          {"input_std", exact(norm.std)}};
+}
+
+// --resume: the flags that shape the run (batch size, learning rate, seed, steps per epoch) come
+// from the checkpoint, so training continues exactly as an uninterrupted run would; changing one
+// explicitly is an error. --epochs may be raised to train further.
+void adopt_checkpoint_flags(Flags& f, const CLI::App& app, const mnist::Metadata& meta) {
+  auto adopt = [&](auto& value, const std::string& key, const std::string& option) {
+    auto saved = mnist::metadata_number<std::remove_reference_t<decltype(value)>>(meta, key, f.checkpoint);
+    if (app.count(option) > 0 && value != saved)
+      throw Error("--resume: " + f.checkpoint + " was trained with " + option + " " + meta.at(key) +
+                  "; it cannot change when resuming");
+    value = saved;
+  };
+  adopt(f.batch_size, "batch_size", "--batch-size");
+  adopt(f.steps, "steps", "--steps");
+  adopt(f.lr, "lr", "--lr");
+  adopt(f.seed, "seed", "--seed");
+  if (app.count("--epochs") == 0) f.epochs = mnist::metadata_number<int64_t>(meta, "epochs", f.checkpoint);
+}
+
+int eval_only(const Flags& f, const mnist::HostData& data) {
+  BeautifulMnist model;
+  mnist::load_model_weights(model, f.eval_file);
+  // The statistics the model was trained with, from its checkpoint when it has them.
+  mnist::Metadata meta = nn::state::safe_load_metadata(f.eval_file);
+  mnist::Standardization norm = mnist::pixel_statistics(data.train);
+  if (meta.count("input_mean") && meta.count("input_std"))
+    norm = {mnist::metadata_number<double>(meta, "input_mean", f.eval_file),
+            mnist::metadata_number<double>(meta, "input_std", f.eval_file)};
+  mnist::Clock::time_point start = mnist::Clock::now();
+  double accuracy = evaluate(model, data.test, norm, f.batch_size, f.test_examples);
+  std::printf("%s: test accuracy %.2f%% in %s\n", f.eval_file.c_str(), 100 * accuracy,
+              mnist::format_duration(mnist::seconds_since(start)).c_str());
+  return 0;
+}
+
+int train(Flags f, const CLI::App& app) {
+  const mnist::Clock::time_point wall_start = mnist::Clock::now();
+  std::optional<mnist::Metadata> resumed;
+  if (f.resume) {
+    if (!std::filesystem::exists(f.checkpoint))
+      throw Error("--resume: no checkpoint at " + f.checkpoint + " (train without --resume first, or pass --checkpoint)");
+    resumed = nn::state::safe_load_metadata(f.checkpoint);
+    adopt_checkpoint_flags(f, app, *resumed);
+  }
+  const mnist::HostData data = mnist::load_fashion_mnist(f.data);
+  const mnist::Standardization norm = mnist::pixel_statistics(data.train);
+  const int64_t train_count = data.train.count();
+  int64_t steps_per_epoch = train_count / f.batch_size;  // the last partial batch is dropped
+  if (f.steps > 0) steps_per_epoch = std::min(steps_per_epoch, f.steps);
+  if (steps_per_epoch == 0)
+    throw Error("--batch-size " + std::to_string(f.batch_size) + " is larger than the training set (" +
+                std::to_string(train_count) + " images)");
+
+  Tensor::manual_seed(f.seed);
+  BeautifulMnist model;
+  const nn::StateDict model_state = nn::get_state_dict(model);
+  const mnist::NamedParameters params = mnist::named_parameters(model_state);
+  nn::optim::Adam opt(params.tensors, f.lr);
+  nn::optim::OneCycleLR schedule(opt, f.lr, f.epochs * steps_per_epoch);
+  const nn::StateDict checkpoint_state = mnist::training_state(model, opt, params.names);
+
+  int64_t first_epoch = 0;
+  if (resumed) {
+    mnist::load_checkpoint(f.checkpoint, checkpoint_state);
+    first_epoch = mnist::metadata_number<int64_t>(*resumed, "epoch", f.checkpoint);
+    schedule.epoch_counter = mnist::metadata_number<int64_t>(*resumed, "step", f.checkpoint);
+    std::printf("resuming %s after epoch %lld (test accuracy %.2f%%)\n", f.checkpoint.c_str(),
+                static_cast<long long>(first_epoch),
+                100 * mnist::metadata_number<double>(*resumed, "accuracy", f.checkpoint));
+    if (first_epoch >= f.epochs) {
+      std::printf("nothing to train: %lld of %lld epochs done (pass a larger --epochs to continue)\n",
+                  static_cast<long long>(first_epoch), static_cast<long long>(f.epochs));
+      return 0;
+    }
+  }
+  std::printf("beautiful_mnist: %lld training / %lld test images, batch %lld, %lld steps/epoch, epochs %lld..%lld, "
+              "Adam with one-cycle lr (peak %g), seed %llu\n",
+              static_cast<long long>(train_count), static_cast<long long>(data.test.count()),
+              static_cast<long long>(f.batch_size), static_cast<long long>(steps_per_epoch),
+              static_cast<long long>(first_epoch + 1), static_cast<long long>(f.epochs), f.lr,
+              static_cast<unsigned long long>(f.seed));
+  std::fflush(stdout);
+
+  mnist::Progress progress((f.epochs - first_epoch) * steps_per_epoch, f.batch_size, f.log_every);
+  double train_seconds = 0, accuracy = 0;
+  int64_t steps_run = 0;
+  for (int64_t epoch = first_epoch; epoch < f.epochs; epoch++) {
+    const std::vector<int64_t> order = mnist::epoch_permutation(train_count, f.seed, epoch);
+    {
+      ModeGuard train_mode(/*training=*/true, /*no_grad=*/false);
+      const mnist::Clock::time_point epoch_start = mnist::Clock::now();
+      for (int64_t step = 0; step < steps_per_epoch; step++) {
+        std::span<const int64_t> indices = std::span(order).subspan(step * f.batch_size, f.batch_size);
+        mnist::Batch batch = mnist::make_batch(data.train, indices, f.batch_size, norm);
+        opt.zero_grad();
+        Tensor loss = model(batch.images).sparse_categorical_crossentropy(batch.labels);
+        loss.backward();
+        // One schedule for the whole step: the updates, Adam's state, the BatchNorm running
+        // statistics (assigned by the forward pass) and the loss.
+        std::vector<Tensor> work = opt.schedule_step();
+        for (const auto& [name, tensor] : model_state) work.push_back(tensor);
+        work.push_back(loss);
+        Tensor::realize(work);
+        schedule.step();
+        steps_run++;
+        // The loss is already computed; reading it is a small copy, done only when it is shown.
+        const bool last = step + 1 == steps_per_epoch;
+        std::optional<float> shown;
+        if ((step + 1) % f.log_every == 0 || last || steps_run == 1) shown = loss.item<float>();
+        progress.step_done(epoch + 1, f.epochs, step + 1, steps_per_epoch, shown);
+      }
+      train_seconds += mnist::seconds_since(epoch_start);
+    }
+    progress.end_line();
+
+    progress.status("epoch " + std::to_string(epoch + 1) + ": evaluating on the test set...");
+    accuracy = evaluate(model, data.test, norm, f.batch_size, f.test_examples);
+    progress.clear_status();
+    mnist::Metadata meta = run_metadata(f, norm);
+    meta["epoch"] = std::to_string(epoch + 1);
+    meta["step"] = std::to_string(schedule.epoch_counter);
+    meta["accuracy"] = exact(accuracy);
+    mnist::save_checkpoint(f.checkpoint, checkpoint_state, meta);
+    std::printf("epoch %lld/%lld: test accuracy %.2f%%, checkpoint %s\n", static_cast<long long>(epoch + 1),
+                static_cast<long long>(f.epochs), 100 * accuracy, f.checkpoint.c_str());
+    std::fflush(stdout);
+  }
+  std::printf("done: %lld steps in %s (%.3f steps/s), wall time %s, test accuracy %.2f%%\n",
+              static_cast<long long>(steps_run), mnist::format_duration(train_seconds).c_str(),
+              static_cast<double>(steps_run) / train_seconds,
+              mnist::format_duration(mnist::seconds_since(wall_start)).c_str(), 100 * accuracy);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  CLI::App app{"Trains tinygrad's beautiful_mnist CNN on Fashion-MNIST with kiln, on the CPU."};
+  app.add_option("--epochs", f.epochs, "Epochs to train (with --resume: the total, counting those done)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--batch-size", f.batch_size, "Images per step")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--lr", f.lr, "Peak learning rate of the one-cycle schedule")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--seed", f.seed, "Seed of the initial weights and of the shuffling")->capture_default_str();
+  app.add_option("--steps", f.steps, "Steps per epoch at most (0: the whole training set), for quick runs")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--test-examples", f.test_examples, "Evaluate on the first N test images (0: all)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--log-every", f.log_every, "Read the loss and, off a terminal, print progress every N steps")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--data", f.data, "Directory of the Fashion-MNIST idx files (default: $KILN_FASHION_MNIST, "
+                                   "else Debian's /usr/share/datasets/fashion-mnist)");
+  app.add_option("--checkpoint", f.checkpoint, "Checkpoint written after every epoch")->capture_default_str();
+  auto* resume = app.add_flag("--resume", f.resume, "Continue from --checkpoint's next epoch");
+  app.add_option("--eval", f.eval_file, "Only evaluate the weights of this checkpoint on the test set")
+      ->excludes(resume);
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    if (!f.eval_file.empty()) return eval_only(f, mnist::load_fashion_mnist(f.data));
+    return train(f, app);
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "beautiful_mnist: error: %s\n", e.what());
+    return 1;
+  }
+}
