@@ -51,8 +51,11 @@ UOpRef split_range(const UOpRef& ast, const UOp* r, int64_t amt, AxisType inner_
   return simplify(substitute(substitute(ast, ends), {{r, whole ? inner : outer * amt + inner}}));
 }
 
-// The largest divisor of n in [2, cap], or 0.
+// The largest power of two in [2, cap] dividing n (vector widths), else its largest divisor in
+// [2, cap], else 0.
 int64_t upcast_amount(int64_t n, int64_t cap) {
+  for (int64_t a = cap; a >= 2; a /= 2)
+    if (a <= n && n % a == 0) return a;
   for (int64_t a = std::min(cap, n); a >= 2; a--)
     if (n % a == 0) return a;
   return 0;

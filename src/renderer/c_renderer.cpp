@@ -162,7 +162,17 @@ class CRenderer final : public Renderer {
           const UOp* idx = u->src[0].get();
           std::string value = idx->src[0]->op == Ops::PARAM ? "(*" + name.at(idx) + ")" : name.at(idx);
           if (idx->src[0]->op == Ops::PARAM && is_half(u->dtype)) value = "kiln_" + half_suffix(u->dtype) + "_to_float" + value;
-          if (idx->src.size() > 2) value = "(" + name.at(idx->src[2].get()) + " ? " + value + " : " + literal(0, u->dtype) + ")";
+          if (idx->src.size() > 2 && idx->src[0]->op == Ops::PARAM) {
+            // A gated load reads element 0 where invalid and selects 0 after: no branch in the
+            // loop, and the select vectorizes.
+            const std::string& gate = name.at(idx->src[2].get());
+            std::string raw = "(*(" + src(idx, 0) + "+(" + gate + " ? " + src(idx, 1) + " : 0)))";
+            if (is_half(u->dtype)) raw = "kiln_" + half_suffix(u->dtype) + "_to_float" + raw;
+            var(u, "val", raw);
+            value = "(" + gate + " ? " + name.at(u) + " : " + literal(0, u->dtype) + ")";
+          } else if (idx->src.size() > 2) {
+            value = "(" + name.at(idx->src[2].get()) + " ? " + value + " : " + literal(0, u->dtype) + ")";
+          }
           var(u, "val", value);
           break;
         }
