@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-for p in python3-numpy libopenblas0-pthread; do
+for p in python3-numpy libopenblas0-pthread python3-torch; do
   dpkg -s "$p" >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq "$p"; }
 done
 bash scripts/build.sh release
@@ -23,3 +23,7 @@ print(f"matmul 1024x1024 float32: numpy {numpy_gflops:.2f} GFLOP/s, kiln/numpy r
 with open("bench/results/spine.txt", "a") as f:
     f.write(f"numpy_matmul_1024_gflops {numpy_gflops}\nmatmul_vs_numpy {kiln_gflops / numpy_gflops}\n")
 PY
+
+# Training: one beautiful_mnist Adam step at batch 512, kiln against PyTorch in the same run.
+./build/release/bench/train_step bench/results/train_step.txt 512
+/usr/bin/python3 bench/torch_train_step.py bench/results/train_step.txt

@@ -23,36 +23,12 @@
 
 #include "mnist/checkpoint.h"
 #include "mnist/data.h"
+#include "mnist/model.h"
 #include "mnist/progress.h"
 
 using namespace kiln;
 
 namespace {
-
-// tinygrad's beautiful_mnist model: 28x28 -> 24 -> 20 -> pool 10 -> 8 -> 6 -> pool 3; 64*3*3 = 576.
-struct BeautifulMnist {
-  nn::Conv2d l1{1, 32, 5}, l2{32, 32, 5};
-  nn::BatchNorm bn1{32};
-  nn::Conv2d l3{32, 64, 3}, l4{64, 64, 3};
-  nn::BatchNorm bn2{64};
-  nn::Linear l5{576, 10};
-
-  Tensor operator()(const Tensor& x) const {
-    Tensor h = bn1(l2(l1(x).relu()).relu()).max_pool2d(2);
-    h = bn2(l4(l3(h).relu()).relu()).max_pool2d(2);
-    return l5(h.flatten(1));
-  }
-
-  void collect(nn::StateDict& out, const std::string& prefix) const {
-    l1.collect(out, prefix + "l1.");
-    l2.collect(out, prefix + "l2.");
-    bn1.collect(out, prefix + "bn1.");
-    l3.collect(out, prefix + "l3.");
-    l4.collect(out, prefix + "l4.");
-    bn2.collect(out, prefix + "bn2.");
-    l5.collect(out, prefix + "l5.");
-  }
-};
 
 struct Flags {
   int64_t epochs = 3, batch_size = 128, steps = 0, test_examples = 0, log_every = 10;
@@ -80,7 +56,7 @@ class ModeGuard {
 
 // Fraction of the first `limit` test images (0: all) classified correctly. The argmax runs on the
 // device; only the predicted classes come back to compare with the labels on the host.
-double evaluate(const BeautifulMnist& model, const mnist::HostSplit& test, const mnist::Standardization& norm,
+double evaluate(const mnist::BeautifulMnist& model, const mnist::HostSplit& test, const mnist::Standardization& norm,
                 int64_t batch_size, int64_t limit) {
   ModeGuard eval_mode(/*training=*/false, /*no_grad=*/true);
   const int64_t n = limit > 0 ? std::min(limit, test.count()) : test.count();
@@ -133,7 +109,7 @@ void adopt_checkpoint_flags(Flags& f, const CLI::App& app, const mnist::Metadata
 }
 
 int eval_only(const Flags& f, const mnist::HostData& data) {
-  BeautifulMnist model;
+  mnist::BeautifulMnist model;
   mnist::load_model_weights(model, f.eval_file);
   // The statistics the model was trained with, from its checkpoint when it has them.
   mnist::Metadata meta = nn::state::safe_load_metadata(f.eval_file);
@@ -167,7 +143,7 @@ int train(Flags f, const CLI::App& app) {
                 std::to_string(train_count) + " images)");
 
   Tensor::manual_seed(f.seed);
-  BeautifulMnist model;
+  mnist::BeautifulMnist model;
   const nn::StateDict model_state = nn::get_state_dict(model);
   const mnist::NamedParameters params = mnist::named_parameters(model_state);
   nn::optim::Adam opt(params.tensors, f.lr);
