@@ -3,6 +3,8 @@
 // damaged files load or throw kiln::Error, never crash; Fashion-MNIST loads from a directory, and
 // the real one (Debian's dataset-fashion-mnist, when installed) has the right shapes and classes.
 #include <gtest/gtest.h>
+
+#include "error_message.h"
 #include <stdlib.h>
 #include <zlib.h>
 
@@ -99,19 +101,7 @@ Bytes gzip_bytes(const TempDir& dir, const Bytes& bytes) {
   return read_bytes(dir / "scratch.gz");
 }
 
-// The kiln::Error message `f` throws, or a test failure if it throws nothing or something else.
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const kiln::Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw a non-kiln exception: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "did not throw";
-  return "";
-}
+using kt::error_of;
 
 std::string load_error(const std::string& path) {
   return error_of([&] { datasets::load_idx(path); });

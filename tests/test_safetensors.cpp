@@ -2,6 +2,8 @@
 // (so the reader and the writer are not only checked against each other), every way a file can be
 // malformed, atomic writes, and a mutation fuzzer over valid files.
 #include <gtest/gtest.h>
+
+#include "error_message.h"
 #include <stdlib.h>
 #include <sys/resource.h>
 
@@ -73,18 +75,7 @@ Bytes file_bytes(const std::string& header, const Bytes& data = {}, std::optiona
   return out;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const kiln::Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw a non-kiln exception: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "did not throw";
-  return "";
-}
+using kt::error_of;
 
 // A fresh directory per test, removed afterwards.
 class Safetensors : public ::testing::Test {
