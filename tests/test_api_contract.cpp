@@ -134,3 +134,68 @@ TEST(ApiContract, IntrospectionAndCounters) {
   EXPECT_GT(GlobalCounters::global_mem, 0);
   EXPECT_THROW(a.to_vector<int32_t>(), Error);
 }
+
+// shared/API.md's "training" block (TinyJit belongs to the JIT issue): names and argument order as
+// written, with values checked against hand-derived double results.
+TEST(ApiContract, Training) {
+  // d/dx sum(x^2 * 3) = 6x; gradient() leaves grad() alone, backward() fills it
+  Tensor x = Tensor::from_vector<float>({1, -2, 0.5f}, {3});
+  x.requires_grad_();
+  EXPECT_TRUE(x.requires_grad());
+  Tensor loss = (x * x * 3.0f).sum();
+  std::vector<Tensor> g = loss.gradient({x});
+  expect_values(g[0], [](size_t i) { return 6.0 * std::vector<double>{1, -2, 0.5}[i]; });
+  EXPECT_FALSE(x.grad().has_value());
+  loss.backward();
+  expect_values(*x.grad(), [](size_t i) { return 6.0 * std::vector<double>{1, -2, 0.5}[i]; });
+  EXPECT_FALSE(x.detach().requires_grad());
+  // sparse_categorical_crossentropy: -mean(log softmax(logits)[label])
+  Tensor logits = Tensor::from_vector<float>({1, 2, 3, 0, 0, 0}, {2, 3});
+  Tensor labels = Tensor::from_vector<int32_t>({2, 0}, {2});
+  double l0 = -(3 - std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0))), l1 = std::log(3.0);
+  EXPECT_NEAR(logits.sparse_categorical_crossentropy(labels).item<float>(), (l0 + l1) / 2, 1e-5);
+  // assign and to
+  Tensor w = Tensor::zeros({2});
+  w.assign(Tensor::ones({2}) * 4.0f);
+  expect_values(w, [](size_t) { return 4.0; });
+  EXPECT_EQ(w.to("CPU").device(), "CPU");
+  Tensor::training = true;
+  Tensor::no_grad = true;
+  EXPECT_FALSE((x * 2.0f).requires_grad());
+  Tensor::no_grad = false;
+  Tensor::training = false;
+
+  nn::Linear lin(3, 2, true);
+  nn::Conv2d conv(1, 2, 3, 1, 1, true);
+  nn::BatchNorm bn(2, 1e-5, 0.1);
+  nn::LayerNorm ln(2, 1e-5);
+  nn::Embedding emb(5, 2);
+  EXPECT_EQ(lin(Tensor::ones({4, 3})).shape(), (Shape{4, 2}));
+  EXPECT_EQ(conv(Tensor::ones({1, 1, 4, 4})).shape(), (Shape{1, 2, 4, 4}));
+  EXPECT_EQ(bn(conv(Tensor::ones({1, 1, 4, 4}))).shape(), (Shape{1, 2, 4, 4}));
+  EXPECT_TRUE(lin.weight.requires_grad() && lin.bias->requires_grad() && conv.weight.requires_grad());
+  EXPECT_EQ(bn.weight.shape(), (Shape{2}));
+  EXPECT_EQ(bn.running_mean.shape(), bn.running_var.shape());
+
+  // one SGD step: p - lr * grad, grad of sum(p) is 1
+  Tensor p = Tensor::from_vector<float>({1, 2}, {2});
+  nn::optim::SGD sgd({p}, 0.5, 0, 0, false);
+  sgd.zero_grad();
+  p.sum().backward();
+  sgd.step();
+  expect_values(p, [](size_t i) { return (i + 1) - 0.5; });
+  // Adam's first step moves each parameter by lr (times sign of its gradient)
+  Tensor q = Tensor::from_vector<float>({1, -1}, {2});
+  nn::optim::Adam adam({q}, 0.1, 0.9, 0.999, 1e-8);
+  (q * q).sum().backward();
+  adam.step();
+  expect_values(q, [](size_t i) { return i == 0 ? 0.9 : -0.9; });
+  nn::optim::AdamW adamw({q}, 0.1, 0.9, 0.999, 1e-8, 0.01);
+  adamw.zero_grad();
+
+  // safetensors round trip
+  std::string path = ::testing::TempDir() + "kiln_api_contract.safetensors";
+  nn::state::StateDict sd{{"w", Tensor::from_vector<float>({1.5f, -2}, {2})}};
+  nn::state::safe_save(sd, path);
+  expect_values(nn::state::safe_load(path).at("w"), [](size_t i) { return i == 0 ? 1.5 : -2.0; });
+}

@@ -97,15 +97,17 @@ void ConvTranspose2d::collect(StateDict& out, const std::string& prefix) const {
 // ---- normalization
 
 BatchNorm::BatchNorm(int64_t features, double eps, double momentum, bool affine, bool track_running_stats)
-    : running_mean(Tensor::zeros({features}).contiguous().realize()),
+    : weight(Tensor::ones({features}).contiguous().realize()),
+      bias(Tensor::zeros({features}).contiguous().realize()),
+      running_mean(Tensor::zeros({features}).contiguous().realize()),
       running_var(Tensor::ones({features}).contiguous().realize()),
       num_batches_tracked(Tensor::zeros({1}).contiguous().realize()),
       eps(eps),
       momentum(momentum),
       track_running_stats(track_running_stats) {
   if (affine) {
-    weight = param(Tensor::ones({features}).contiguous().realize());
-    bias = param(Tensor::zeros({features}).contiguous().realize());
+    weight.requires_grad_();
+    bias.requires_grad_();
   }
 }
 

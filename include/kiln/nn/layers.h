@@ -47,13 +47,14 @@ struct ConvTranspose2d {
 };
 
 // Batch statistics while Tensor::training (and the running statistics are updated), the running
-// statistics otherwise. Normalizes axis 1 of (N, C, ...) inputs.
+// statistics otherwise. Normalizes axis 1 of (N, C, ...) inputs. Without `affine`, weight and bias
+// stay ones and zeros and are not parameters.
 struct BatchNorm {
   BatchNorm(int64_t features, double eps = 1e-5, double momentum = 0.1, bool affine = true,
             bool track_running_stats = true);
   Tensor operator()(const Tensor& x) const;
   void collect(StateDict& out, const std::string& prefix = "") const;
-  std::optional<Tensor> weight, bias;
+  Tensor weight, bias;
   Tensor running_mean, running_var, num_batches_tracked;
   double eps, momentum;
   bool track_running_stats;
