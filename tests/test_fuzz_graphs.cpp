@@ -1111,6 +1111,32 @@ TEST(FuzzRegressions, NestedReductionInvariantInTheOuterLoop) {
   EXPECT_TRUE(kt::matches(u.max(), ref::max(diff)));
 }
 
+// The same in a kernel with output loops (the one of size 8 is upcast): the inner reduction is
+// invariant in the enclosing reduction's loop and in the output loops.
+TEST(FuzzRegressions, NestedReductionInvariantInTheOuterLoopWithKeepdim) {
+  NdArray x = data({5}, 9), y = data({8, 4}, 10);
+  NdArray inner = ref::sum(ref::expand(x, {8, 4, 5}), {2});
+  NdArray diff = ref::zip(y, inner, [](double a, double b) { return a - b; });
+  Tensor t = kt::make(y) - kt::make(x).expand({8, 4, 5}).sum({2});
+  EXPECT_TRUE(kt::matches(t.sum({1}, true), ref::sum(diff, {1}, true)));
+  EXPECT_TRUE(kt::matches(t.max({0}, true), ref::max(diff, {0}, true)));
+}
+
+// Three nested reductions: the innermost is invariant in both enclosing loops (then, second case,
+// depends on the outermost one only); the middle one is invariant in the outermost loop.
+TEST(FuzzRegressions, TwoLevelsOfNestedReductions) {
+  NdArray w = data({3}, 11), y = data({4}, 12), x = data({5}, 13), x2 = data({3, 1, 5}, 14);
+  auto sub = [](double a, double b) { return a - b; };
+  for (bool per_outer : {false, true}) {
+    NdArray xs = per_outer ? x2 : x;
+    NdArray inner = ref::sum(ref::expand(xs, {3, 4, 5}), {2});
+    NdArray middle = ref::sum(ref::zip(ref::expand(y, {3, 4}), inner, sub), {1});
+    Tensor ti = kt::make(xs).expand({3, 4, 5}).sum({2});
+    Tensor tm = (kt::make(y).expand({3, 4}) - ti).sum({1});
+    EXPECT_TRUE(kt::matches((kt::make(w) - tm).sum(), ref::sum(ref::zip(w, middle, sub))));
+  }
+}
+
 // A reshape of contiguous() of an input buffer is a view of that buffer, yet after realize() the
 // readback found the CONTIGUOUS under the RESHAPE instead of the buffer: std::get threw.
 TEST(FuzzRegressions, ReshapeOfContiguousOfABuffer) {

@@ -5,7 +5,9 @@
 // Reductions over the same ranges (the copies an UPCAST makes) share one loop that updates all
 // their accumulators. Ordering is carried by data edges: the loop's RANGEs depend on the
 // initializing STOREs, each update reads its accumulator AFTER the ranges open, and each result
-// reads it AFTER the END.
+// reads it AFTER the END. A reduction whose value does not depend on an enclosing reduction's loop
+// runs before that loop, not inside it: the enclosing accumulator's reset waits for its END.
+#include <algorithm>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -28,6 +30,22 @@ UOpRef after(const UOpRef& buf, std::vector<UOpRef> deps) {
   return UOp::make(Ops::AFTER, buf->dtype, std::move(deps));
 }
 
+// The already lowered reductions `x` reads that do not run inside its `own` loops: ENDs that live
+// only in loops enclosing `x`'s. (An END nested in another loop is reached through that loop's END.)
+std::vector<UOpRef> ends_run_before(const UOpRef& x, const std::set<const UOp*>& own) {
+  std::set<const UOp*> outer;
+  for (const UOpRef& r : live_ranges(x))
+    if (!own.count(r.get())) outer.insert(r.get());
+  std::vector<UOpRef> out;
+  for (const UOp* u : x->toposort()) {
+    if (u->op != Ops::END) continue;
+    std::vector<UOpRef> live = live_ranges(u->ref());
+    if (std::all_of(live.begin(), live.end(), [&](const UOpRef& r) { return outer.count(r.get()) > 0; }))
+      out.push_back(u->ref());
+  }
+  return out;
+}
+
 // Lowers reductions that share `ranges`, adding each one's replacement to `replace`. `loops` are
 // the kernel's output loops.
 void lower_group(const std::vector<const UOp*>& reduces, const std::vector<UOpRef>& ranges,
@@ -43,6 +61,9 @@ void lower_group(const std::vector<const UOp*>& reduces, const std::vector<UOpRe
     std::vector<UOpRef> outer = loops_of_kernel;
     for (const UOpRef& r : live_ranges(red->src[0]))
       if (!own.count(r.get()) && r->arg_as<RangeArg>().type == AxisType::REDUCE) outer.push_back(r);
+    // The reductions it reads that do not depend on its loops finish first, so its loops can open
+    // where it is reset.
+    for (const UOpRef& end : ends_run_before(red->src[0], own)) outer.push_back(end);
     accs.push_back(UOp::make(Ops::BUFFER, red->dtype.as_ptr(), {}, BufferArg{next_acc++, 1, "REG"}));
     UOpRef identity = UOp::const_(red->dtype, reduce_identity(red->arg_as<ReduceArg>().op, red->dtype));
     inits.push_back(UOp::make(Ops::STORE, dtypes::void_, {scalar_index(after(accs.back(), outer)), identity}));

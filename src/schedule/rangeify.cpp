@@ -187,7 +187,10 @@ bool is_buffer_view(const UOp* u) {
 }
 
 UOpRef strip_contiguous(const UOpRef& u) {
-  return u->op == Ops::CONTIGUOUS ? strip_contiguous(u->src[0]) : u;
+  if (u->op == Ops::CONTIGUOUS) return strip_contiguous(u->src[0]);
+  // a CONTIGUOUS may also sit under a RESHAPE: readback expects RESHAPEs over the BUFFER only
+  if (u->op == Ops::RESHAPE) return u->with_src({strip_contiguous(u->src[0])});
+  return u;
 }
 
 AccessKey key_of(const Access& a) {

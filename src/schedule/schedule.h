@@ -22,7 +22,7 @@ struct Schedule {
 // A node that is a contiguous view of a realized buffer (RESHAPE/CONTIGUOUS over a BUFFER): it
 // needs no kernel.
 bool is_buffer_view(const UOp* u);
-// The buffer view without its no-op CONTIGUOUS wrappers.
+// The buffer view without its no-op CONTIGUOUSes: RESHAPEs over the BUFFER.
 UOpRef strip_contiguous(const UOpRef& u);
 
 // Schedules everything needed to realize `roots` (tensor-graph nodes).
