@@ -5,12 +5,17 @@
 //     loss(inputs) = sum(f(inputs) * R)
 // with R a fixed random array of f's output shape (so every output element matters, with a
 // different weight). The analytic gradient is loss.gradient(inputs); the numeric one perturbs a
-// host copy of each input element by +-eps, rebuilds the tensors, and takes central differences:
+// host copy of an input element by +-eps, rebuilds the tensors, and takes central differences:
 //     (loss(x + eps e_i) - loss(x - eps e_i)) / (2 eps)
 // Its error is O(eps^2 f''') from truncation plus O(macheps |loss| / eps) from rounding: with
 // float64, eps = 1e-6 and |loss| of order 1-10, both stay below 1e-8. The default tolerance,
 // |analytic - numeric| <= 1e-7 + 1e-5 |numeric|, leaves a wide margin over that and still catches
 // any wrong rule (a wrong factor or sign, a missing term, a misplaced index).
+//
+// Every evaluation schedules a new graph, which costs milliseconds for big composites (conv), so
+// `max_elements` can cap the elements checked one by one per input (an even spread, first and
+// last included); the rest are still covered by `directions` checks along random +-1 directions
+// v over all inputs at once: (loss(x + eps v) - loss(x - eps v)) / (2 eps) against <grad, v>.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -33,7 +38,9 @@ struct Options {
   double eps = 1e-6;
   double rtol = 1e-5, atol = 1e-7;
   DType dtype = kiln::dtypes::float64;  // the inputs' dtype
-  uint64_t seed = 99;                   // of the output weights R
+  int64_t max_elements = 1 << 30;       // per input, checked one by one
+  int directions = 2;                   // random directions, when some elements were skipped
+  uint64_t seed = 99;                   // of the output weights R and the directions
 };
 
 inline std::vector<Tensor> make_all(const std::vector<NdArray>& xs, DType dt) {
@@ -51,8 +58,15 @@ inline double loss_at(const Fn& f, const std::vector<NdArray>& xs, const NdArray
   return kt::read(weighted_loss(f(make_all(xs, dt)), weights))[0];
 }
 
-// The analytic gradients of f's weighted loss against central differences, for every element of
-// every input. Use as EXPECT_TRUE(gc::check(...)).
+// The elements of an n-element input checked one by one: all, or an even spread of m >= 2.
+inline std::vector<int64_t> checked_elements(int64_t n, int64_t m) {
+  std::vector<int64_t> out;
+  for (int64_t k = 0; k < std::min(n, m); k++) out.push_back(n <= m ? k : k * (n - 1) / (m - 1));
+  return out;
+}
+
+// The analytic gradients of f's weighted loss against central differences. Use as
+// EXPECT_TRUE(gc::check(...)).
 inline ::testing::AssertionResult check(const Fn& f, std::vector<NdArray> xs, Options opt = {}) {
   std::vector<Tensor> inputs = make_all(xs, opt.dtype);
   Tensor out = f(inputs);
@@ -66,28 +80,47 @@ inline ::testing::AssertionResult check(const Fn& f, std::vector<NdArray> xs, Op
   std::ostringstream fails;
   fails.precision(12);
   int bad = 0;
+  auto compare = [&](double analytic, double numeric, const std::string& where) {
+    if (ref::close_enough(analytic, numeric, opt.rtol, opt.atol)) return;
+    if (bad++ < 3) fails << "\n  " << where << ": analytic " << analytic << ", numeric " << numeric;
+  };
+  std::vector<std::vector<double>> analytic;
+  bool sampled = false;
   for (size_t i = 0; i < xs.size(); i++) {
     if (grads[i].shape() != xs[i].shape)
       return ::testing::AssertionFailure() << "gradient of input " << i << " has shape " << ref::shape_str(grads[i].shape())
                                            << ", the input " << ref::shape_str(xs[i].shape);
-    std::vector<double> analytic = kt::read(grads[i]);
-    for (int64_t j = 0; j < xs[i].size(); j++) {
+    analytic.push_back(kt::read(grads[i]));
+    sampled |= xs[i].size() > opt.max_elements;
+    for (int64_t j : checked_elements(xs[i].size(), opt.max_elements)) {
       const double x0 = xs[i].data[j];
       xs[i].data[j] = x0 + opt.eps;
       const double up = loss_at(f, xs, weights, opt.dtype);
       xs[i].data[j] = x0 - opt.eps;
       const double down = loss_at(f, xs, weights, opt.dtype);
       xs[i].data[j] = x0;
-      const double numeric = (up - down) / (2 * opt.eps);
-      if (!ref::close_enough(analytic[j], numeric, opt.rtol, opt.atol)) {
-        if (bad++ < 3)
-          fails << "\n  input " << i << " " << ref::index_str(ref::unravel(j, xs[i].shape)) << " of "
-                << ref::shape_str(xs[i].shape) << ": analytic " << analytic[j] << ", numeric " << numeric;
-      }
+      compare(analytic[i][j], (up - down) / (2 * opt.eps),
+              "input " + std::to_string(i) + " " + ref::index_str(ref::unravel(j, xs[i].shape)) + " of " +
+                  ref::shape_str(xs[i].shape));
     }
   }
+  for (int d = 0; sampled && d < opt.directions; d++) {
+    std::vector<NdArray> up = xs, down = xs;
+    double along = 0;
+    for (size_t i = 0; i < xs.size(); i++) {
+      NdArray v = ref::random(xs[i].shape, opt.seed + 1 + d * 101 + i, -1, 1);
+      for (int64_t j = 0; j < v.size(); j++) {
+        const double s = v.data[j] < 0 ? -1 : 1;
+        up[i].data[j] += s * opt.eps;
+        down[i].data[j] -= s * opt.eps;
+        along += s * analytic[i][j];
+      }
+    }
+    const double numeric = (loss_at(f, up, weights, opt.dtype) - loss_at(f, down, weights, opt.dtype)) / (2 * opt.eps);
+    compare(along, numeric, "random direction " + std::to_string(d));
+  }
   if (bad == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << bad << " gradient elements differ (rtol " << opt.rtol << ", atol " << opt.atol
+  return ::testing::AssertionFailure() << bad << " gradient checks differ (rtol " << opt.rtol << ", atol " << opt.atol
                                        << ", eps " << opt.eps << "):" << fails.str();
 }
 

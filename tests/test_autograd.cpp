@@ -220,4 +220,13 @@ TEST(GradCheck, DetectsAWrongGradient) {
   EXPECT_FALSE(gc::check([](const Ts& v) { return v[0] * v[0].detach(); }, {rnd({5})}));
 }
 
+// With element sampling (elements 0 and 6 of 7 checked one by one), a wrong gradient at element 3
+// is still caught by the random-direction checks.
+TEST(GradCheck, SampledCheckDetectsAWrongGradientElsewhere) {
+  const Tensor at3 = kt::make(NdArray({7}, {0, 0, 0, 1, 0, 0, 0}), dtypes::bool_);
+  gc::Fn f = [at3](const Ts& v) { return v[0] * at3.where(v[0].detach(), v[0]); };
+  EXPECT_TRUE(gc::check([](const Ts& v) { return v[0] * v[0]; }, {rnd({7})}, {.max_elements = 2}));
+  EXPECT_FALSE(gc::check(f, {rnd({7})}, {.max_elements = 2}));
+}
+
 }  // namespace
