@@ -214,6 +214,22 @@ TEST(Normalization, BatchNormLayerTrainingGradient) {
   EXPECT_TRUE(gc::check(layer, {x, w, b}));
 }
 
+// A float64 batch through a layer with the default float32 state: the running statistics stay
+// float32 and get the batch's mean and unbiased variance (momentum 0.1 from 0 and 1).
+TEST(Normalization, BatchNormLayerFloat64InputUpdatesFloat32Stats) {
+  bool saved = Tensor::training;
+  Tensor::training = true;
+  NdArray x = ref::random({4, 2, 3}, 33);
+  kiln::nn::BatchNorm bn(2);
+  Tensor y = bn(f64(x));
+  Tensor::training = saved;
+  EXPECT_EQ(y.dtype(), dtypes::float64);
+  EXPECT_EQ(bn.running_mean.dtype(), dtypes::float32);
+  NdArray mean = ref::mean(x, {0, 2}), var = var_ref(x, {0, 2}, false, 1);
+  EXPECT_TRUE(kt::matches(bn.running_mean, ref::map(mean, [](double m) { return 0.1 * m; })));
+  EXPECT_TRUE(kt::matches(bn.running_var, ref::map(var, [](double v) { return 0.9 + 0.1 * v; })));
+}
+
 // ============================================================================ losses
 
 // log_softmax along axis 1 (classes) of (N, C, ...) or along 0 of (C,)
