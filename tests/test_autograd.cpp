@@ -48,8 +48,10 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 // ============================================================================ elementwise
 
 std::vector<Case> elementwise_cases() {
-  const NdArray cond = rnd({3, 5});
-  const Tensor mask = kt::make(ref::map(cond, [](double v) { return v < 0 ? 1.0 : 0.0; }), dtypes::bool_);
+  // Cases capture host arrays, not tensors: gtest keeps the cases in static storage, and tensors
+  // freed during static destruction crash at exit (see the report in the commit message).
+  const NdArray mask_values = ref::map(rnd({3, 5}), [](double v) { return v < 0 ? 1.0 : 0.0; });
+  auto mask = [mask_values] { return kt::make(mask_values, dtypes::bool_); };
   return {
       {"add", {rnd({3, 5}), rnd({3, 5})}, [](const Ts& v) { return v[0] + v[1]; }},
       {"add_broadcast", {rnd({3, 1, 5}), rnd({7, 1})}, [](const Ts& v) { return v[0] + v[1]; }},
@@ -65,8 +67,8 @@ std::vector<Case> elementwise_cases() {
       {"maximum_broadcast", {rnd({3, 5}), rnd({5})}, [](const Ts& v) { return v[0].maximum(v[1]); }},
       {"maximum_scalar", {away_from_zero({3, 5})}, [](const Ts& v) { return v[0].maximum(0.0); }},
       {"minimum_broadcast", {rnd({3, 1}), rnd({3, 5})}, [](const Ts& v) { return v[0].minimum(v[1]); }},
-      {"where", {rnd({3, 5}), rnd({5})}, [mask](const Ts& v) { return mask.where(v[0], v[1]); }},
-      {"where_scalar", {rnd({3, 5})}, [mask](const Ts& v) { return mask.where(v[0] * v[0], 0.5); }},
+      {"where", {rnd({3, 5}), rnd({5})}, [mask](const Ts& v) { return mask().where(v[0], v[1]); }},
+      {"where_scalar", {rnd({3, 5})}, [mask](const Ts& v) { return mask().where(v[0] * v[0], 0.5); }},
       {"exp", {rnd({3, 5}, -2, 2)}, [](const Ts& v) { return v[0].exp(); }},
       {"log", {rnd({3, 5}, 0.2, 3)}, [](const Ts& v) { return v[0].log(); }},
       {"exp2", {rnd({3, 5}, -2, 2)}, [](const Ts& v) { return v[0].exp2(); }},
@@ -152,7 +154,7 @@ std::vector<Case> reduce_cases() {
 // ============================================================================ movement and views
 
 std::vector<Case> movement_cases() {
-  const Tensor scale = kt::make(rnd({3, 5}), dtypes::float64);
+  const NdArray scale = rnd({3, 5});
   return {
       {"reshape", {rnd({2, 3, 5})}, [](const Ts& v) { return v[0].reshape({5, 6}).exp(); }},
       {"reshape_infer", {rnd({3, 5})}, [](const Ts& v) { return v[0].reshape({-1}).sin(); }},
@@ -162,7 +164,7 @@ std::vector<Case> movement_cases() {
       {"expand_keep", {rnd({1, 5})}, [](const Ts& v) { return v[0].expand({3, -1}).sin(); }},
       {"pad", {rnd({3, 5})}, [](const Ts& v) { return v[0].pad({{1, 2}, {0, 3}}).exp(); }},
       {"shrink", {rnd({5, 7})}, [](const Ts& v) { return v[0].shrink({{1, 4}, {2, 7}}).square(); }},
-      {"flip", {rnd({3, 5})}, [scale](const Ts& v) { return v[0].flip({0, 1}) * scale; }},
+      {"flip", {rnd({3, 5})}, [scale](const Ts& v) { return v[0].flip({0, 1}) * kt::make(scale, dtypes::float64); }},
       {"flatten_squeeze_unsqueeze", {rnd({3, 1, 5})},
        [](const Ts& v) { return v[0].squeeze(1).unsqueeze(0).flatten().square(); }},
       // strided inputs: a view of the input feeds the computation
