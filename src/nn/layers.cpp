@@ -129,8 +129,9 @@ Tensor BatchNorm::operator()(const Tensor& x) const {
     // running statistics: handles share them, so assigning through a const layer is the update
     Tensor rm = running_mean, rv = running_var, nb = num_batches_tracked;
     double n = static_cast<double>(x.numel() / c);
-    rm.assign((1 - momentum) * running_mean + momentum * mean.detach());
-    rv.assign((1 - momentum) * running_var + momentum * n / std::max(1.0, n - 1) * var.detach());
+    // (the statistics keep their dtype whatever the input's)
+    rm.assign(((1 - momentum) * running_mean + momentum * mean.detach()).cast(rm.dtype()));
+    rv.assign(((1 - momentum) * running_var + momentum * n / std::max(1.0, n - 1) * var.detach()).cast(rv.dtype()));
     nb.assign(num_batches_tracked + 1.0);
   }
   return x.batchnorm(weight, bias, mean, (var + eps).rsqrt());

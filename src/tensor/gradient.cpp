@@ -50,7 +50,15 @@ Grads reduce_grad(const Tensor& g, const UOp& ret, const std::vector<Tensor>& sr
       Tensor count = is_max.sum(std::vector<int>(r.axes.begin(), r.axes.end()), true);
       return {is_max / count * g};
     }
-    case Ops::MUL: return {(g * out).expand(x.shape()) / x};
+    case Ops::MUL: {  // the product of the others: out / x unless the slice holds zeros
+      std::vector<int> axes(r.axes.begin(), r.axes.end());
+      Tensor is_zero = x.eq(x.const_like(0));
+      Tensor zeros = is_zero.cast(x.dtype()).sum(axes, true);
+      Tensor nonzero_prod = is_zero.where(x.const_like(1), x).prod(axes, true);
+      // at the only zero of a slice: the product of the rest; anywhere else in a slice with a zero: 0
+      Tensor others = is_zero.where(zeros.eq(1.0).where(nonzero_prod, 0.0), zeros.eq(0.0).where(out / x, 0.0));
+      return {others * g};
+    }
     default: throw_error("gradient: no rule for a ", op_name(r.op), " reduction");
   }
 }

@@ -72,10 +72,11 @@ Tensor Tensor::scatter(int axis, const Tensor& index, const Tensor& src) const {
     to_index.push_back({0, index.shape()[d]});
     pad_to_self.push_back({0, d == a ? 0 : shape()[d] - index.shape()[d]});
   }
+  // (..., k at a, ..., n): which target position each source element goes to, and its value
+  Tensor vals = src.cast(dtype()).shrink(to_index).pad(pad_to_self).unsqueeze(-1);
   pad_to_self.push_back({0, 0});
-  // (..., k at a, ..., n): which target position each source element goes to
   Tensor mask = one_hot_mask(index, shape()[a]).pad(pad_to_self);
-  Tensor vals = src.cast(dtype()).shrink(to_index).unsqueeze(-1).expand(mask.shape());
+  vals = vals.expand(mask.shape());
   // Along a, a later index wins: fold the k sources in order.
   std::vector<Tensor> ms = mask.split(1, a), vs = vals.split(1, a);
   Tensor hit = ms[0], value = vs[0];
