@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -30,9 +31,11 @@ namespace {
 
 // -ffp-contract=off: no fused multiply-add, so results match the other backends bit for bit.
 // -fwrapv: signed integer overflow wraps, which is what integer tensors mean.
-const std::vector<std::string> kFlags = {"-O2",   "-march=native",     "-fPIC", "-fwrapv", "-shared",
-                                         "-ffp-contract=off", "-fno-math-errno", "-x", "c"};
-const std::vector<std::string> kLibs = {"-lm"};
+// Arrays of literals are constant-initialized: a tensor realized during another file's static
+// initialization still compiles with every flag.
+constexpr std::array kFlags = {"-O2",   "-march=native",     "-fPIC", "-fwrapv", "-shared",
+                               "-ffp-contract=off", "-fno-math-errno", "-x", "c"};
+constexpr std::array kLibs = {"-lm"};
 constexpr int kSourceLinesInErrors = 40;
 
 struct ProcessResult {
@@ -214,8 +217,8 @@ std::string CcCompiler::name() const { return join(find_toolchain().command); }
 
 std::string CcCompiler::compile(const std::string& source) {
   Toolchain tc = find_toolchain();
-  std::string key = content_hash(source + '\0' + join(tc.command) + '\0' + tc.version + '\0' + join(kFlags) +
-                                 '\0' + join(kLibs) + '\0' + host_cpu_id());
+  std::string key = content_hash(source + '\0' + join(tc.command) + '\0' + tc.version + '\0' + join({kFlags.begin(), kFlags.end()}) +
+                                 '\0' + join({kLibs.begin(), kLibs.end()}) + '\0' + host_cpu_id());
 
   fs::path dir = cache_dir();
   fs::path binary = dir / (key + ".so");
