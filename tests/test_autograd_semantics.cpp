@@ -176,6 +176,10 @@ TEST(RequiresGrad, FalseUnderNoGrad) {
   }
   EXPECT_FALSE(made->requires_grad());
   EXPECT_TRUE((x * 2.0).requires_grad());  // recorded again after the scope
+  // what was made under no_grad stays cut off from x: d(made*x)/dx is made, not 4x
+  std::vector<Tensor> g = (*made * x).sum().gradient({x});
+  std::vector<double> got = g[0].to_vector<double>(), xs = x.to_vector<double>();
+  for (size_t i = 0; i < got.size(); i++) EXPECT_NEAR(got[i], 2 * xs[i], 1e-12);
 }
 
 TEST(BroadcastGradient, SumsOverExpandedAxes) {

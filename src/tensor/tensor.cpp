@@ -60,6 +60,11 @@ template <> DType dtype_of<double>() { return dtypes::float64; }
 
 Tensor::Tensor(UOpRef uop) : impl_(std::make_shared<TensorImpl>()) {
   if (!uop || !uop->shape()) throw_error("Tensor: expected a tensor-graph UOp with a shape");
+  // Under no_grad no gradient graph is recorded: what is computed is detached (data read from
+  // buffers and constants carries no graph anyway).
+  const bool computed = uop->op != Ops::BUFFER && uop->op != Ops::CONST && uop->op != Ops::DETACH &&
+                        !schedule::is_buffer_view(uop.get());
+  if (no_grad && computed) uop = UOp::make(Ops::DETACH, uop->dtype, {uop});
   impl_->uop = std::move(uop);
   impl_->grad_enabled = !no_grad;
   TensorRegistry::get().add(impl_);
