@@ -133,6 +133,8 @@ class Tensor {
   Tensor dot(const Tensor& o) const { return matmul(o); }
 
   Tensor linear(const Tensor& weight, std::optional<Tensor> bias = {}) const;  // x @ weight.T + bias
+  // Einstein summation as NumPy's: "ij,jk->ik", implicit outputs, "..." for broadcast dims.
+  static Tensor einsum(const std::string& formula, const std::vector<Tensor>& operands);
 
   // ---- combining and splitting
   static Tensor cat(const std::vector<Tensor>& tensors, int axis = 0);
