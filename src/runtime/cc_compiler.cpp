@@ -33,7 +33,7 @@ namespace {
 // -fwrapv: signed integer overflow wraps, which is what integer tensors mean.
 // Arrays of literals are constant-initialized: a tensor realized during another file's static
 // initialization still compiles with every flag.
-constexpr std::array kFlags = {"-O2",   "-march=native",     "-fPIC", "-fwrapv", "-shared",
+constexpr std::array kFlags = {"-O3",   "-march=native",     "-fPIC", "-fwrapv", "-shared",
                                "-ffp-contract=off", "-fno-math-errno", "-x", "c"};
 constexpr std::array kLibs = {"-lm"};
 constexpr int kSourceLinesInErrors = 40;
