@@ -340,7 +340,8 @@ TEST(LoadIdxFuzz, DamagedFilesLoadOrThrowKilnError) {
   std::mt19937 rng(20240611);
   auto below = [&](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
   int loaded = 0, rejected = 0;
-  for (int i = 0; i < 4000; ++i) {
+  const int iterations = kt::fuzz_iterations(4000);
+  for (int i = 0; i < iterations; ++i) {
     bool compressed = i % 2;
     Bytes file = compressed ? gzip : plain;
     switch (below(4)) {

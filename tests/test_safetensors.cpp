@@ -499,7 +499,8 @@ TEST_F(Safetensors, MutatedFilesLoadOrThrowKilnError) {
 
   Mutator mutator(20240521);
   int loaded = 0, rejected = 0;
-  for (int i = 0; i < 3000; ++i) {
+  const int iterations = kt::fuzz_iterations(3000);
+  for (int i = 0; i < iterations; ++i) {
     Bytes file = seeds[static_cast<size_t>(i) % seeds.size()];
     for (int rounds = i % 4 == 0 ? 3 : 1; rounds > 0; --rounds) file = mutator.mutate(std::move(file));
     write_file(path("fuzz.safetensors"), file);
