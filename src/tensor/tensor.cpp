@@ -116,8 +116,7 @@ Tensor Tensor::from_vector(std::vector<T> values, Shape shape) {
 // ---- execution
 
 Tensor& Tensor::realize() {
-  schedule::Schedule s = engine::realize({impl_->uop});
-  TensorRegistry::get().apply(s.becomes);
+  realize(std::vector<Tensor>{*this});
   return *this;
 }
 
