@@ -585,6 +585,12 @@ inline Tensor make(const NdArray& a, DType dt = kiln::dtypes::float32) {
   }
 }
 
+// float64 inputs for reference comparisons, and the tolerance of float64 results (composite ops
+// round a few times).
+inline Tensor f64(const NdArray& a) { return make(a, kiln::dtypes::float64); }
+inline Tensor i32(const NdArray& a) { return make(a, kiln::dtypes::int32); }
+inline constexpr Tol kF64{1e-10, 1e-12};
+
 template <class T>
 std::vector<double> as_doubles(const std::vector<T>& v) {
   std::vector<double> out;

@@ -27,12 +27,12 @@ using ref::Shape;
 using Ts = std::vector<Tensor>;
 namespace dtypes = kiln::dtypes;
 
-constexpr kt::Tol kF64{1e-10, 1e-12};
+using kt::kF64;
 // Scheduling a conv or pool graph takes milliseconds: check 6 elements per input one by one and
 // the rest along random directions (gradcheck.h).
 const gc::Options kSampled{.max_elements = 6};
 
-Tensor f64(const NdArray& a) { return kt::make(a, dtypes::float64); }
+using kt::f64;
 
 // Iterates over every multi-index of `shape` (row-major).
 template <class F>

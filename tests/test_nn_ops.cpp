@@ -27,10 +27,10 @@ using ref::Shape;
 using Ts = std::vector<Tensor>;
 namespace dtypes = kiln::dtypes;
 
-constexpr kt::Tol kF64{1e-10, 1e-12};
+using kt::kF64;
 
-Tensor f64(const NdArray& a) { return kt::make(a, dtypes::float64); }
-Tensor i32(const NdArray& a) { return kt::make(a, dtypes::int32); }
+using kt::f64;
+using kt::i32;
 
 double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 double softplus(double x, double beta = 1) { return std::log1p(std::exp(beta * x)) / beta; }
