@@ -1,6 +1,7 @@
 #pragma once
 // Codegen: a kernel AST from the scheduler → optimized, lowered, linearized → source text.
 // Every step is a graph rewrite or a walk over UOps; nothing here runs a kernel.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,12 +24,19 @@ struct Target {
   const renderer::Renderer* renderer;
   int max_threads = 1;
   bool optimize = true;      // false with NOOPT=1
+  int vector_bytes = 0;      // widest SIMD register (64 with AVX-512); 0: scalar code only
 };
 
 // Chooses and applies the kernel optimizations (THREAD, UPCAST); `applied` lists them.
 UOpRef apply_opts(const UOpRef& ast, const Target& target, std::vector<std::string>& applied, int64_t& threads);
-// UPCAST ranges → copies of the statements that use them, one per value of the range.
-UOpRef expand_upcasts(const UOpRef& sink);
+// UPCAST ranges → copies of the statements that use them, one per value of the range; the
+// innermost one along which the stores are contiguous becomes SIMD vectors of up to
+// `vector_bytes` (vectorize.cpp) when vector_bytes > 0.
+UOpRef expand_upcasts(const UOpRef& sink, int vector_bytes);
+// `statement` with `axis` (an UPCAST range) as vectors of at most `max_lanes` lanes.
+UOpRef vectorize_axis(const UOpRef& statement, const UOp* axis, int64_t max_lanes);
+// d(e)/d(axis) when the index expression e is linear in axis (1: neighbours in memory), else nullopt.
+std::optional<int64_t> linear_coefficient(const UOp* e, const UOp* axis);
 // REDUCE → accumulator registers: initialize, update in their loops, read after them.
 UOpRef lower_reduces(const UOpRef& ast);
 // Flat list in program order: loops open right before they're needed and close right after.

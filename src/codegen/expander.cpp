@@ -1,6 +1,7 @@
-// The expander: each UPCAST range of size n becomes n copies of the statements that use it, with
+// The expander: each UPCAST range of size n becomes n copies of the statements that use them, with
 // the range replaced by 0..n-1. Copies of a reduction share its loop (lower_reduce.cpp groups
-// them), so the loop body updates n accumulators side by side.
+// them), so the loop body updates n accumulators side by side. One UPCAST range, the innermost
+// along which every store is contiguous, becomes SIMD vectors instead of copies (vectorize.cpp).
 #include <algorithm>
 
 #include "codegen/codegen.h"
@@ -26,22 +27,54 @@ std::vector<std::unordered_map<const UOp*, UOpRef>> assignments(const std::vecto
   return out;
 }
 
+// The UPCAST range to vectorize: the last applied (highest id) along which every store to memory
+// steps by one element, when the stored values are float32/float64.
+const UOp* vector_axis(const UOpRef& sink, const std::vector<const UOp*>& upcasts, int& itemsize) {
+  std::vector<const UOp*> stores;
+  for (const UOp* u : sink->toposort())
+    if (u->op == Ops::STORE && u->src[0]->src[0]->op == Ops::PARAM) stores.push_back(u);
+  for (auto it = upcasts.rbegin(); it != upcasts.rend(); ++it) {
+    bool contiguous = !stores.empty();
+    for (const UOp* s : stores) {
+      DType d = s->src[1]->dtype;
+      contiguous &= (d.scalar == ScalarType::Float32 || d.scalar == ScalarType::Float64) &&
+                    linear_coefficient(s->src[0]->src[1].get(), *it) == 1;
+      itemsize = std::max(itemsize, d.itemsize());
+    }
+    if (contiguous) return *it;
+  }
+  return nullptr;
+}
+
+void flatten_groups(const UOpRef& s, std::vector<UOpRef>& out) {
+  if (s->op != Ops::GROUP) return out.push_back(s);
+  for (const UOpRef& x : s->src) flatten_groups(x, out);
+}
+
 }  // namespace
 
-UOpRef expand_upcasts(const UOpRef& sink) {
+UOpRef expand_upcasts(const UOpRef& sink, int vector_bytes) {
   std::vector<const UOp*> upcasts;
   for (const UOp* u : sink->toposort())
     if (u->op == Ops::RANGE && u->arg_as<RangeArg>().type == AxisType::UPCAST) upcasts.push_back(u);
   if (upcasts.empty()) return sink;
   std::sort(upcasts.begin(), upcasts.end(),
             [](const UOp* a, const UOp* b) { return a->arg_as<RangeArg>().id < b->arg_as<RangeArg>().id; });
-  const auto copies = assignments(upcasts);
+  int itemsize = 1;
+  const UOp* vector = vector_bytes > 0 ? vector_axis(sink, upcasts, itemsize) : nullptr;
+  std::vector<const UOp*> copied = upcasts;
+  std::erase(copied, vector);
+  const auto copies = assignments(copied);
   std::vector<UOpRef> statements;
   for (const UOpRef& s : sink->src) {
     // END(body, ranges...): copy the body, and the END no longer closes the upcast ranges
     UOpRef body = s->op == Ops::END ? s->src[0] : s;
     std::vector<UOpRef> bodies;
-    for (const auto& values : copies) bodies.push_back(substitute(body, values));
+    for (const auto& values : copies) {
+      UOpRef copy = substitute(body, values);
+      if (vector) copy = vectorize_axis(copy, vector, vector_bytes / itemsize);
+      flatten_groups(copy, bodies);
+    }
     UOpRef grouped = UOp::make(Ops::GROUP, dtypes::void_, std::move(bodies));
     std::vector<UOpRef> end_src{grouped};
     if (s->op == Ops::END)

@@ -87,12 +87,25 @@ std::unordered_map<const UOp*, std::vector<bool>> load_dependence(const UOpRef& 
   return out;
 }
 
+// How many SIMD lanes r's copies fill when every store of the kernel steps by one element along
+// it (vectorize.cpp), else 0.
+int64_t vector_lanes(const UOpRef& ast, const UOp* r, int vector_bytes) {
+  int itemsize = 0;
+  for (const UOp* u : ast->toposort())
+    if (u->op == Ops::STORE) {
+      if (linear_coefficient(u->src[0]->src[1].get(), r) != 1) return 0;
+      itemsize = std::max(itemsize, u->src[1]->dtype.itemsize());
+    }
+  return itemsize ? vector_bytes / itemsize : 0;
+}
+
 // Register tiling for reductions, as a BLAS micro-kernel: upcast an output loop that some loads do
 // not depend on (those loads are then shared by every copy), innermost first, then a second loop
 // that the first one's loads do not depend on (matmul: a column block and a row block; conv: output
 // pixels and output channels). Without such loops, several outputs still give independent
-// accumulators.
-std::vector<std::pair<const UOp*, int64_t>> choose_upcasts(const UOpRef& ast, int64_t threads) {
+// accumulators. A first loop along which the output is contiguous becomes vectors: up to two
+// registers' worth of lanes, the whole loop when it fits (a 20-wide row: 16 + 4 lanes).
+std::vector<std::pair<const UOp*, int64_t>> choose_upcasts(const UOpRef& ast, int64_t threads, int vector_bytes) {
   size_t n_loads = 0;
   auto deps = load_dependence(ast, n_loads);
   std::vector<const UOp*> outputs;
@@ -120,7 +133,9 @@ std::vector<std::pair<const UOp*, int64_t>> choose_upcasts(const UOpRef& ast, in
   for (auto it = outputs.rbegin(); it != outputs.rend() && !first; ++it)
     if (reuses(*it) && upcast_amount(range_size(*it), kInnerUpcast)) first = *it;
   if (first) {
-    picks.push_back({first, upcast_amount(range_size(first), kInnerUpcast)});
+    const int64_t n = range_size(first);
+    const int64_t lanes = vector_lanes(ast, first, vector_bytes);
+    picks.push_back({first, lanes < 2 ? upcast_amount(n, kInnerUpcast) : n <= 2 * lanes ? n : upcast_amount(n, 2 * lanes)});
     // the loads the first pick copies should be shared by the second
     for (auto it = outputs.rbegin(); it != outputs.rend(); ++it) {
       if (*it == first || !upcast_amount(range_size(*it), kOuterUpcast)) continue;
@@ -169,7 +184,7 @@ UOpRef apply_opts(const UOpRef& ast, const Target& target, std::vector<std::stri
   };
   // The first pick is applied last: copies vary fastest along it, so neighbouring statements read
   // neighbouring addresses and the C compiler can pack them into vectors.
-  auto picks = choose_upcasts(k, threads);
+  auto picks = choose_upcasts(k, threads, target.vector_bytes);
   for (auto it = picks.rbegin(); it != picks.rend(); ++it) upcast(it->first, it->second);
   return k;
 }

@@ -19,7 +19,7 @@ double estimate_flops(const std::vector<UOpRef>& linear) {
         stack.pop_back();
       }
     } else if (group::ALU.has(u->op) && !u->dtype.is_bool() && u->dtype.scalar != dtypes::index.scalar) {
-      flops += trips;  // index arithmetic and comparisons are not counted, as in tinygrad
+      flops += trips * u->dtype.count;  // index arithmetic and comparisons are not counted, as in tinygrad
     }
   }
   return flops;
@@ -33,7 +33,7 @@ Program to_program(const UOpRef& ast, const Target& target) {
   k = apply_opts(k, target, p.opts, p.threads);
   p.name = kernel_name(k, false);
   p.display_name = kernel_name(k, true);
-  k = simplify(lower_reduces(expand_upcasts(k)));
+  k = simplify(lower_reduces(expand_upcasts(k, target.optimize ? target.vector_bytes : 0)));
   p.linear = linearize(k);
   if (check) spec::verify_linear(p.linear);
   p.flops = estimate_flops(p.linear);

@@ -62,7 +62,7 @@ class KernelCache {
     auto k = std::make_unique<CompiledKernel>();
     const int debug = env::debug_level();
     if (debug >= 5) fprintf(stderr, "%s", print_graph(ast).c_str());
-    codegen::Target target{&renderer::c_renderer(), dev.max_threads(), optimize};
+    codegen::Target target{&renderer::c_renderer(), dev.max_threads(), optimize, dev.vector_bytes()};
     k->program = codegen::to_program(ast, target);
     if (debug >= 3) {
       fprintf(stderr, "%s opts:", k->program.display_name.c_str());

@@ -5,6 +5,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -19,8 +20,25 @@ constexpr int kMaxInlineDepth = 16;
 bool is_half(DType d) { return d.scalar == ScalarType::Float16 || d.scalar == ScalarType::BFloat16; }
 std::string half_suffix(DType d) { return d.scalar == ScalarType::Float16 ? "half" : "bf16"; }
 
-// The C type a value of `d` has in a register.
-std::string reg_type(DType d) { return is_half(d) ? "float" : d.c_name(); }
+// The C type a value of `d` has in a register; vectors are the compilers' vector types
+// (vector_type below), e.g. float_x16.
+std::string vector_name(DType d) {
+  std::string s = d.c_name();
+  std::replace(s.begin(), s.end(), ' ', '_');
+  return s + "_x" + std::to_string(d.count);
+}
+std::string reg_type(DType d) { return d.count > 1 ? vector_name(d) : is_half(d) ? "float" : d.c_name(); }
+// aligned(elements): vector loads and stores may start at any element.
+std::string vector_typedef(DType d) {
+  return "typedef " + d.c_name() + " " + vector_name(d) + " __attribute__((vector_size(" +
+         std::to_string(d.itemsize() * d.count) + "), aligned(" + std::to_string(d.itemsize()) + ")));\n";
+}
+// Every lane of a vector of `d` set to `x`.
+std::string splat(DType d, const std::string& x) {
+  std::string s = "(" + vector_name(d) + "){" + x;
+  for (int i = 1; i < d.count; i++) s += ", " + x;
+  return s + "}";
+}
 // The C type of `d` in memory.
 std::string mem_type(DType d) { return is_half(d) ? "unsigned short" : d.c_name(); }
 
@@ -94,14 +112,17 @@ class CRenderer final : public Renderer {
   std::string render(const Kernel& k) const override {
     std::unordered_map<const UOp*, int> uses;
     bool halves = false;
+    std::set<std::string> vector_types;
     for (const UOpRef& u : k.linear) {
       for (const UOpRef& s : u->src) uses[s.get()]++;
       halves |= is_half(u->dtype);
+      if (u->dtype.count > 1) vector_types.insert(vector_typedef(DType(u->dtype.scalar, u->dtype.count)));
     }
     std::unordered_map<const UOp*, std::string> name;  // the C expression or variable for each node
     std::unordered_map<const UOp*, int> nesting;       // how deep each inlined expression is
     std::ostringstream head, body;
     head << kPreamble << (halves ? kHalfPreamble : "");
+    for (const std::string& t : vector_types) head << t;
     head << "void " << k.name << "(void** restrict bufs, const long long* restrict vals, int core_id) {\n";
     int depth = 1, counter = 0;
     auto line = [&](const std::string& text) { body << std::string(2 * depth, ' ') << text << "\n"; };
@@ -123,10 +144,12 @@ class CRenderer final : public Renderer {
           name[u] = v;
           break;
         }
-        case Ops::CONST: name[u] = const_literal(*u); break;
+        case Ops::CONST:
+          name[u] = u->dtype.count > 1 ? splat(u->dtype, const_literal(*u)) : const_literal(*u);
+          break;
         case Ops::BUFFER: {  // a register accumulator
           std::string v = "acc" + std::to_string(u->arg_as<BufferArg>().id);
-          line(reg_type(u->dtype.base()) + " " + v + ";");
+          line(reg_type(DType(u->dtype.scalar, u->dtype.count)) + " " + v + ";");
           name[u] = v;
           break;
         }
@@ -160,6 +183,15 @@ class CRenderer final : public Renderer {
           break;
         case Ops::LOAD: {
           const UOp* idx = u->src[0].get();
+          if (u->dtype.count > 1 && idx->src[0]->op == Ops::PARAM) {
+            // a vector of neighbours; a gated one branches, as the lanes past the gate may be
+            // past the buffer's end
+            std::string value = "(*(" + reg_type(u->dtype) + "*)" + name.at(idx) + ")";
+            if (idx->src.size() > 2)
+              value = "(" + name.at(idx->src[2].get()) + " ? " + value + " : " + splat(u->dtype, literal(0, u->dtype)) + ")";
+            var(u, "val", value);
+            break;
+          }
           std::string value = idx->src[0]->op == Ops::PARAM ? "(*" + name.at(idx) + ")" : name.at(idx);
           if (idx->src[0]->op == Ops::PARAM && is_half(u->dtype)) value = "kiln_" + half_suffix(u->dtype) + "_to_float" + value;
           if (idx->src.size() > 2 && idx->src[0]->op == Ops::PARAM) {
@@ -179,7 +211,9 @@ class CRenderer final : public Renderer {
         case Ops::STORE: {
           const UOp* idx = u->src[0].get();
           std::string value = src(u, 1);
-          if (idx->src[0]->op == Ops::PARAM) {
+          if (idx->src[0]->op == Ops::PARAM && u->src[1]->dtype.count > 1) {
+            line("*(" + reg_type(u->src[1]->dtype) + "*)" + name.at(idx) + " = " + value + ";");
+          } else if (idx->src[0]->op == Ops::PARAM) {
             if (is_half(u->src[1]->dtype)) value = "kiln_float_to_" + half_suffix(u->src[1]->dtype) + "(" + value + ")";
             line("*" + name.at(idx) + " = " + value + ";");
           } else {
@@ -237,6 +271,11 @@ class CRenderer final : public Renderer {
       case Ops::SHR: e = bin(">>"); break;
       case Ops::MAX: e = "KILN_MAX(" + s(0) + ", " + s(1) + ")"; break;
       case Ops::WHERE: e = "(" + s(0) + " ? " + s(1) + " : " + s(2) + ")"; break;
+      case Ops::VECTORIZE: {
+        e = "(" + reg_type(u->dtype) + "){";
+        for (size_t i = 0; i < u->src.size(); i++) e += (i ? ", " : "") + s(i);
+        return e + "}";
+      }
       case Ops::CAST:
         e = "((" + reg_type(u->dtype) + ")" + s(0) + ")";
         break;

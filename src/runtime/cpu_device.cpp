@@ -20,6 +20,12 @@ class CpuDevice final : public Device {
     return std::make_unique<CpuProgram>(binary, function_name);
   }
   int max_threads() const override { return ThreadPool::global().size(); }
+  // Kernels are compiled with -march=native, so the vector registers are this machine's.
+  int vector_bytes() const override {
+    if (__builtin_cpu_supports("avx512f")) return 64;
+    if (__builtin_cpu_supports("avx2")) return 32;
+    return 16;
+  }
 
  private:
   CpuAllocator allocator_;

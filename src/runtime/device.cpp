@@ -16,6 +16,7 @@ Device::Device(std::string name) : name_(std::move(name)) {}
 Device::~Device() = default;
 void Device::synchronize() {}
 int Device::max_threads() const { return 1; }
+int Device::vector_bytes() const { return 0; }
 
 namespace {
 

@@ -28,6 +28,8 @@ class Device {
   virtual void synchronize();
   // How many work items the device runs at once (the thread count on CPU).
   virtual int max_threads() const;
+  // The widest SIMD register its kernels can use, in bytes (0: no vector types).
+  virtual int vector_bytes() const;
 
  protected:
   explicit Device(std::string name);

@@ -1,0 +1,147 @@
+// Vectorization of one UPCAST axis: instead of n scalar copies of a statement, a few copies whose
+// values are SIMD vectors (float32x16, ...) along the axis. The C renderer prints them with the
+// compilers' vector types, which map to AVX-512/AVX2 registers; tinygrad's expander does the same
+// with its UNROLL/CONTRACT ops.
+//
+// The axis is cut into chunks of the widest power-of-two widths that fit (20 lanes: 16 + 4). In a
+// chunk, each value that depends on the axis becomes:
+//   a LOAD whose address steps by 1 along it   → one vector LOAD
+//   + - * / and negation of floats             → the same op on vectors (scalars broadcast)
+//   a sum (REDUCE ADD) of such a value         → a vector accumulator
+//   anything else (integer math, comparisons, transcendental functions, gathers)
+//                                              → VECTORIZE of the scalar copies, one per lane
+// and a STORE to a contiguous address stores the vector.
+#include <algorithm>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "codegen/codegen.h"
+#include "kiln/ir/pattern_matcher.h"
+
+namespace kiln::codegen {
+
+std::optional<int64_t> linear_coefficient(const UOp* e, const UOp* axis) {
+  if (e == axis) return 1;
+  const auto topo = e->toposort();
+  if (std::find(topo.begin(), topo.end(), axis) == topo.end()) return 0;
+  auto c = [&](size_t i) { return linear_coefficient(e->src[i].get(), axis); };
+  switch (e->op) {
+    case Ops::ADD: case Ops::SUB: {
+      auto a = c(0), b = c(1);
+      if (!a || !b) return std::nullopt;
+      return e->op == Ops::ADD ? *a + *b : *a - *b;
+    }
+    case Ops::NEG:
+      if (auto a = c(0)) return -*a;
+      return std::nullopt;
+    case Ops::MUL:
+      for (size_t i = 0; i < 2; i++)
+        if (e->src[1 - i]->op == Ops::CONST)
+          if (auto a = c(i)) return *a * static_cast<int64_t>(e->src[1 - i]->const_value());
+      return std::nullopt;
+    default: return std::nullopt;
+  }
+}
+
+namespace {
+
+bool vectorizable_dtype(DType d) {
+  return d.count == 1 && !d.ptr && (d.scalar == ScalarType::Float32 || d.scalar == ScalarType::Float64);
+}
+
+class Vectorizer {
+ public:
+  Vectorizer(const UOp* axis, int64_t offset, int64_t lanes) : axis_(axis), offset_(offset), lanes_(lanes) {}
+
+  UOpRef statement(const UOpRef& s) {
+    if (!depends(s.get())) return s;
+    if (s->op == Ops::GROUP) {
+      std::vector<UOpRef> src;
+      for (const UOpRef& x : s->src) src.push_back(statement(x));
+      return s->with_src(std::move(src));
+    }
+    if (s->op == Ops::STORE && contiguous(s->src[0]) && vectorizable_dtype(s->src[1]->dtype))
+      return UOp::make(Ops::STORE, dtypes::void_, {first_lane(s->src[0]), broadcast(value(s->src[1]))});
+    std::vector<UOpRef> copies;
+    for (int64_t i = 0; i < lanes_; i++) copies.push_back(lane(s, i));
+    return UOp::make(Ops::GROUP, dtypes::void_, std::move(copies));
+  }
+
+ private:
+  // The value of `u` in this chunk: a vector if it depends on the axis, else `u` itself.
+  UOpRef value(const UOpRef& u) {
+    if (!depends(u.get())) return u;
+    if (auto it = memo_.find(u.get()); it != memo_.end()) return it->second;
+    UOpRef out;
+    const DType vec = u->dtype.vec(static_cast<int>(lanes_));
+    static constexpr OpSet kVectorAlu{Ops::ADD, Ops::SUB, Ops::MUL, Ops::FDIV, Ops::NEG};
+    if (!vectorizable_dtype(u->dtype)) {
+      out = lanes(u);
+    } else if (u->op == Ops::LOAD && contiguous(u->src[0])) {
+      out = UOp::make(Ops::LOAD, vec, {first_lane(u->src[0])});
+    } else if (kVectorAlu.has(u->op)) {
+      std::vector<UOpRef> src;
+      for (const UOpRef& s : u->src) src.push_back(broadcast(value(s)));
+      out = UOp::make(u->op, vec, std::move(src), u->arg);
+    } else if (u->op == Ops::REDUCE && u->arg_as<ReduceArg>().op == Ops::ADD) {
+      std::vector<UOpRef> src{broadcast(value(u->src[0]))};
+      src.insert(src.end(), u->src.begin() + 1, u->src.end());
+      out = UOp::make(Ops::REDUCE, vec, std::move(src), u->arg);
+    } else {
+      out = lanes(u);
+    }
+    return memo_[u.get()] = out;
+  }
+
+  UOpRef broadcast(const UOpRef& x) {
+    if (x->dtype.count == lanes_) return x;
+    return UOp::make(Ops::VECTORIZE, x->dtype.vec(static_cast<int>(lanes_)), std::vector<UOpRef>(lanes_, x));
+  }
+
+  UOpRef lanes(const UOpRef& u) {
+    std::vector<UOpRef> copies;
+    for (int64_t i = 0; i < lanes_; i++) copies.push_back(lane(u, i));
+    return UOp::make(Ops::VECTORIZE, u->dtype.vec(static_cast<int>(lanes_)), std::move(copies));
+  }
+
+  // `u` with the axis at this chunk's lane i.
+  UOpRef lane(const UOpRef& u, int64_t i) {
+    return substitute(u, {{axis_, UOp::const_(axis_->dtype, static_cast<double>(offset_ + i))}});
+  }
+
+  // An INDEX into a buffer (not a register) whose address steps by exactly 1 along the axis and
+  // whose gate does not depend on it: the lanes are neighbours in memory.
+  bool contiguous(const UOpRef& index) {
+    if (index->op != Ops::INDEX || index->src[0]->op != Ops::PARAM) return false;
+    if (index->src.size() > 2 && depends(index->src[2].get())) return false;
+    return linear_coefficient(index->src[1].get(), axis_) == 1;
+  }
+  UOpRef first_lane(const UOpRef& index) { return lane(index, 0); }
+
+  bool depends(const UOp* u) {
+    if (auto it = depends_.find(u); it != depends_.end()) return it->second;
+    bool d = u == axis_;
+    for (const UOpRef& s : u->src) d = d || depends(s.get());
+    return depends_[u] = d;
+  }
+
+  const UOp* axis_;
+  int64_t offset_, lanes_;
+  std::unordered_map<const UOp*, bool> depends_;
+  std::unordered_map<const UOp*, UOpRef> memo_;
+};
+
+}  // namespace
+
+UOpRef vectorize_axis(const UOpRef& statement, const UOp* axis, int64_t max_lanes) {
+  const int64_t n = static_cast<int64_t>(axis->src[0]->const_value());
+  std::vector<UOpRef> chunks;
+  for (int64_t offset = 0, width = max_lanes; offset < n; width /= 2)
+    for (; width >= 1 && offset + width <= n; offset += width)
+      chunks.push_back(width == 1 ? substitute(statement, {{axis, UOp::const_(axis->dtype, double(offset))}})
+                                  : Vectorizer(axis, offset, width).statement(statement));
+  return chunks.size() == 1 ? chunks[0] : UOp::make(Ops::GROUP, dtypes::void_, std::move(chunks));
+}
+
+}  // namespace kiln::codegen
