@@ -8,8 +8,9 @@
 //   a LOAD whose address steps by 1 along it   → one vector LOAD
 //   + - * / and negation of floats             → the same op on vectors (scalars broadcast)
 //   a sum (REDUCE ADD) of such a value         → a vector accumulator
-//   anything else (integer math, comparisons, transcendental functions, gathers)
-//                                              → VECTORIZE of the scalar copies, one per lane
+//   anything else (integer math, comparisons, selects, transcendental functions, gathers)
+//                                              → VECTORIZE of per-lane copies, each reading its
+//                                                vector sources' lane (GEP)
 // and a STORE to a contiguous address stores the vector.
 #include <algorithm>
 #include <optional>
@@ -69,27 +70,33 @@ class Vectorizer {
   }
 
  private:
-  // The value of `u` in this chunk: a vector if it depends on the axis, else `u` itself.
+  // The value of `u` in this chunk: a vector if it depends on the axis, else `u` itself. Values
+  // that cannot be vectors are a VECTORIZE of per-lane copies, which read their vector sources
+  // lane by lane (GEP).
   UOpRef value(const UOpRef& u) {
     if (!depends(u.get())) return u;
     if (auto it = memo_.find(u.get()); it != memo_.end()) return it->second;
     UOpRef out;
     const DType vec = u->dtype.vec(static_cast<int>(lanes_));
     static constexpr OpSet kVectorAlu{Ops::ADD, Ops::SUB, Ops::MUL, Ops::FDIV, Ops::NEG};
-    if (!vectorizable_dtype(u->dtype)) {
-      out = lanes(u);
-    } else if (u->op == Ops::LOAD && contiguous(u->src[0])) {
+    if (u.get() == axis_) {
+      std::vector<UOpRef> values;
+      for (int64_t i = 0; i < lanes_; i++) values.push_back(UOp::const_(u->dtype, static_cast<double>(offset_ + i)));
+      out = UOp::make(Ops::VECTORIZE, vec, std::move(values));
+    } else if (vectorizable_dtype(u->dtype) && u->op == Ops::LOAD && contiguous(u->src[0])) {
       out = UOp::make(Ops::LOAD, vec, {first_lane(u->src[0])});
-    } else if (kVectorAlu.has(u->op)) {
+    } else if (vectorizable_dtype(u->dtype) && kVectorAlu.has(u->op)) {
       std::vector<UOpRef> src;
       for (const UOpRef& s : u->src) src.push_back(broadcast(value(s)));
       out = UOp::make(u->op, vec, std::move(src), u->arg);
-    } else if (u->op == Ops::REDUCE && u->arg_as<ReduceArg>().op == Ops::ADD) {
+    } else if (vectorizable_dtype(u->dtype) && u->op == Ops::REDUCE && u->arg_as<ReduceArg>().op == Ops::ADD) {
       std::vector<UOpRef> src{broadcast(value(u->src[0]))};
       src.insert(src.end(), u->src.begin() + 1, u->src.end());
       out = UOp::make(Ops::REDUCE, vec, std::move(src), u->arg);
     } else {
-      out = lanes(u);
+      std::vector<UOpRef> copies;
+      for (int64_t i = 0; i < lanes_; i++) copies.push_back(lane(u, i));
+      out = UOp::make(Ops::VECTORIZE, vec, std::move(copies));
     }
     return memo_[u.get()] = out;
   }
@@ -99,15 +106,18 @@ class Vectorizer {
     return UOp::make(Ops::VECTORIZE, x->dtype.vec(static_cast<int>(lanes_)), std::vector<UOpRef>(lanes_, x));
   }
 
-  UOpRef lanes(const UOpRef& u) {
-    std::vector<UOpRef> copies;
-    for (int64_t i = 0; i < lanes_; i++) copies.push_back(lane(u, i));
-    return UOp::make(Ops::VECTORIZE, u->dtype.vec(static_cast<int>(lanes_)), std::move(copies));
-  }
-
-  // `u` with the axis at this chunk's lane i.
+  // Lane i of `u`: u itself over lane i of each source.
   UOpRef lane(const UOpRef& u, int64_t i) {
-    return substitute(u, {{axis_, UOp::const_(axis_->dtype, static_cast<double>(offset_ + i))}});
+    std::vector<UOpRef> src;
+    for (const UOpRef& s : u->src) {
+      if (!depends(s.get())) {
+        src.push_back(s);
+        continue;
+      }
+      UOpRef v = value(s);
+      src.push_back(v->op == Ops::VECTORIZE ? v->src[i] : UOp::make(Ops::GEP, s->dtype, {v}, i));
+    }
+    return u->with_src(std::move(src));
   }
 
   // An INDEX into a buffer (not a register) whose address steps by exactly 1 along the axis and
@@ -117,7 +127,9 @@ class Vectorizer {
     if (index->src.size() > 2 && depends(index->src[2].get())) return false;
     return linear_coefficient(index->src[1].get(), axis_) == 1;
   }
-  UOpRef first_lane(const UOpRef& index) { return lane(index, 0); }
+  UOpRef first_lane(const UOpRef& index) {
+    return substitute(index, {{axis_, UOp::const_(axis_->dtype, static_cast<double>(offset_))}});
+  }
 
   bool depends(const UOp* u) {
     if (auto it = depends_.find(u); it != depends_.end()) return it->second;

@@ -271,6 +271,7 @@ class CRenderer final : public Renderer {
       case Ops::SHR: e = bin(">>"); break;
       case Ops::MAX: e = "KILN_MAX(" + s(0) + ", " + s(1) + ")"; break;
       case Ops::WHERE: e = "(" + s(0) + " ? " + s(1) + " : " + s(2) + ")"; break;
+      case Ops::GEP: return s(0) + "[" + std::to_string(u->arg_as<int64_t>()) + "]";
       case Ops::VECTORIZE: {
         e = "(" + reg_type(u->dtype) + "){";
         for (size_t i = 0; i < u->src.size(); i++) e += (i ? ", " : "") + s(i);

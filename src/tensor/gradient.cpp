@@ -10,6 +10,7 @@
 
 #include "kiln/error.h"
 #include "kiln/ir/pattern_matcher.h"
+#include "tensor/custom_gradient.h"
 
 namespace kiln::autograd {
 namespace {
@@ -150,13 +151,16 @@ const PatternMatcher& gradient_rules() {
 
 bool carries_gradient(const UOp* u) { return u->dtype.is_float() && u->shape(); }
 
-// Nodes of root's graph that lie on a path to a target, sources first (tinygrad's _deepwalk).
+// Nodes of root's graph that lie on a path to a target, sources first (tinygrad's _deepwalk). A
+// node with a custom gradient reaches a target only through its custom gradient's inputs.
 std::vector<const UOp*> nodes_to_targets(const UOp* root, const std::unordered_set<const UOp*>& targets) {
   std::vector<const UOp*> topo = root->toposort(), out;
   std::unordered_set<const UOp*> on_path;
   for (const UOp* u : topo) {
     bool reaches = targets.count(u) > 0;
-    if (u->op != Ops::DETACH)
+    if (auto custom = custom_gradient(u))
+      for (const UOpRef& s : custom->inputs) reaches |= on_path.count(s.get()) > 0;
+    else if (u->op != Ops::DETACH)
       for (const UOpRef& s : u->src) reaches |= on_path.count(s.get()) > 0;
     if (reaches && carries_gradient(u)) {
       on_path.insert(u);
@@ -175,20 +179,27 @@ std::unordered_map<const UOp*, Tensor> compute_gradient(const Tensor& root, cons
   std::unordered_set<const UOp*> on_path(order.begin(), order.end());
   std::unordered_map<const UOp*, Tensor> grads;
   if (on_path.count(root.uop().get())) grads.emplace(root.uop().get(), root_grad);
+  auto accumulate = [&](const UOp* s, const Tensor& gs) {
+    auto [at, fresh] = grads.try_emplace(s, gs);
+    if (!fresh) at->second = at->second + gs;
+  };
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const UOp* u = *it;
     auto g = grads.find(u);
     if (g == grads.end() || u->src.empty()) continue;
+    if (auto custom = custom_gradient(u)) {
+      std::vector<bool> wanted;
+      for (const UOpRef& s : custom->inputs) wanted.push_back(on_path.count(s.get()) > 0);
+      std::vector<std::optional<Tensor>> out = custom->backward(g->second, wanted);
+      for (size_t i = 0; i < out.size(); i++)
+        if (wanted[i] && out[i]) accumulate(custom->inputs[i].get(), *out[i]);
+      continue;
+    }
     GradCtx ctx(g->second);
     UOpRef out = gradient_rules().rewrite(u->ref(), &ctx);
     if (!out) throw_error("gradient: no backward rule for ", op_name(u->op));
-    for (size_t i = 0; i < u->src.size(); i++) {
-      const UOp* s = u->src[i].get();
-      if (out->src[i]->op == Ops::NOOP || !on_path.count(s)) continue;
-      Tensor gs(out->src[i]);
-      auto [at, fresh] = grads.try_emplace(s, gs);
-      if (!fresh) at->second = at->second + gs;
-    }
+    for (size_t i = 0; i < u->src.size(); i++)
+      if (out->src[i]->op != Ops::NOOP && on_path.count(u->src[i].get())) accumulate(u->src[i].get(), Tensor(out->src[i]));
   }
   return grads;
 }

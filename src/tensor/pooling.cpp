@@ -5,6 +5,8 @@
 #include <numeric>
 
 #include "kiln/error.h"
+#include "tensor/custom_gradient.h"
+#include "tensor/gradient.h"
 #include "tensor/tensor_impl.h"
 
 namespace kiln {
@@ -132,20 +134,45 @@ Tensor Tensor::pool(const Shape& k, const Shape& s, const Shape& d) const {
 
 namespace {
 
-// Convolution with per-axis strides, dilations and (possibly negative, asymmetric) padding.
-Tensor conv(const Tensor& x_in, const Tensor& w, const std::optional<Tensor>& bias, const Shape& stride,
-            const Shape& dilation, const Pairs& padding, int64_t groups) {
-  if (x_in.ndim() < 3 || w.ndim() != x_in.ndim())
-    throw_error("conv2d: expected input (N, C, spatial...) and weight (O, C/groups, kernel...) of equal rank, got ",
-                shape_to_string(x_in.shape()), " and ", shape_to_string(w.shape()));
-  const int64_t bs = x_in.shape()[0], cin_total = x_in.shape()[1], cout = w.shape()[0], cin = w.shape()[1];
-  if (groups < 1 || cin * groups != cin_total || cout % groups != 0)
-    throw_error("conv2d: input ", shape_to_string(x_in.shape()), " has ", cin_total, " channels but weight ",
-                shape_to_string(w.shape()), " with groups=", groups, " expects ", cin * groups,
-                " (and out channels divisible by groups)");
+// Zeros between the elements of each spatial axis, n -> (n-1)*s+1: a transposed convolution's input.
+Tensor dilate_spatial(const Tensor& x, const Shape& stride) {
+  const size_t nk = stride.size();
+  if (std::all_of(stride.begin(), stride.end(), [](int64_t s) { return s == 1; })) return x;
+  // (n) -> (n, 1) -> pad (n, s) -> (n*s) -> cut the last s-1
+  const size_t lead = x.shape().size() - nk;
+  Shape s1(x.shape().begin(), x.shape().begin() + static_cast<int64_t>(lead)), s2 = s1;
+  Pairs pads(lead, {0, 0}), cut;
+  for (size_t i = 0; i < nk; i++) {
+    int64_t n = x.shape()[lead + i];
+    s1.insert(s1.end(), {n, 1});
+    pads.insert(pads.end(), {{0, 0}, {0, stride[i] - 1}});
+    s2.push_back(n * stride[i]);
+  }
+  Tensor d = x.reshape(s1).pad(pads).reshape(s2);
+  for (size_t i = 0; i < d.shape().size(); i++)
+    cut.push_back({0, i < lead ? d.shape()[i] : d.shape()[i] - (stride[i - lead] - 1)});
+  return d.shrink(cut);
+}
+
+// A transposed convolution's weight (cin, cout/groups, k...) as the weight of the equivalent
+// convolution: (cout, cin/groups, k...), windows flipped.
+Tensor transposed_weight(const Tensor& weight, int64_t groups) {
+  const size_t nk = static_cast<size_t>(weight.ndim() - 2);
+  const int64_t cin = weight.shape()[0], rcout = weight.shape()[1];
+  Shape wshape{groups, cin / groups, rcout};
+  Shape k = spatial(weight.shape(), nk);
+  wshape.insert(wshape.end(), k.begin(), k.end());
+  std::vector<int> flip_axes;
+  for (size_t i = 0; i < nk; i++) flip_axes.push_back(static_cast<int>(3 + i));
+  return weight.reshape(wshape).transpose(1, 2).flip(flip_axes).flatten(0, 1);
+}
+
+// Convolution of an already padded input: windows (pool) times the weight, summed.
+Tensor conv_core(const Tensor& xp, const Tensor& w, const Shape& stride, const Shape& dilation, int64_t groups) {
+  const int64_t bs = xp.shape()[0], cout = w.shape()[0], cin = w.shape()[1];
   const size_t nk = static_cast<size_t>(w.ndim() - 2);
   Shape k = spatial(w.shape(), nk);
-  Tensor x = pad_spatial(x_in, padding).pool(k, stride, dilation);  // (bs, cin_total, out..., k...)
+  Tensor x = xp.pool(k, stride, dilation);  // (bs, cin_total, out..., k...)
   const int64_t rcout = cout / groups;
   Shape oyx(x.shape().begin() + 2, x.shape().begin() + 2 + static_cast<int64_t>(nk));
   // (bs, groups, cin, 1, out..., k...) -> expand rcout -> (bs, groups, rcout, out..., cin, k...)
@@ -165,7 +192,56 @@ Tensor conv(const Tensor& x_in, const Tensor& w, const std::optional<Tensor>& bi
   for (size_t i = 0; i <= nk; i++) axes.push_back(-1 - static_cast<int>(i));
   Shape out{bs, cout};
   out.insert(out.end(), oyx.begin(), oyx.end());
-  Tensor r = (x * w.reshape(ws)).sum(axes).reshape(out);
+  return (x * w.reshape(ws)).sum(axes).reshape(out);
+}
+
+// The gradient of conv_core(xp, w): for xp, the transposed convolution of the output gradient,
+// run as a plain convolution over that gradient dilated by the stride and padded explicitly into
+// a buffer, so its inner loop reads without bounds checks and vectorizes like the forward pass
+// (the sliding window's derived gradient sums gated reads instead); for w, the derived gradient.
+void attach_conv_gradient(const Tensor& r, const Tensor& xp, const Tensor& w, const Shape& stride,
+                          const Shape& dilation, int64_t groups) {
+  UOpRef xp_node = xp.uop(), w_node = w.uop();
+  auto backward = [=](const Tensor& g, const std::vector<bool>& wanted) {
+    Tensor x(xp_node), weight(w_node);
+    const size_t nk = stride.size();
+    std::vector<std::optional<Tensor>> grads(2);
+    if (wanted[0]) {
+      Pairs pads;
+      for (size_t i = 0; i < nk; i++) {
+        int64_t span = dilation[i] * (weight.shape()[2 + i] - 1), o = g.shape()[2 + i];
+        int64_t unread = x.shape()[2 + i] - ((o - 1) * stride[i] + 1 + span);  // input the windows never reach
+        pads.push_back({span, span + unread});
+      }
+      Tensor gp = pad_spatial(dilate_spatial(g, stride), pads).contiguous();
+      grads[0] = conv_core(gp, transposed_weight(weight, groups), Shape(nk, 1), dilation, groups);
+    }
+    if (wanted[1]) {
+      Tensor r_of_w = conv_core(x.detach(), weight, stride, dilation, groups);
+      grads[1] = autograd::compute_gradient(r_of_w, g, {w_node.get()}).at(w_node.get());
+    }
+    return grads;
+  };
+  autograd::set_custom_gradient(r, {xp, w}, backward);
+}
+
+// Convolution with per-axis strides, dilations and (possibly negative, asymmetric) padding.
+Tensor conv(const Tensor& x_in, const Tensor& w, const std::optional<Tensor>& bias, const Shape& stride,
+            const Shape& dilation, const Pairs& padding, int64_t groups) {
+  if (x_in.ndim() < 3 || w.ndim() != x_in.ndim())
+    throw_error("conv2d: expected input (N, C, spatial...) and weight (O, C/groups, kernel...) of equal rank, got ",
+                shape_to_string(x_in.shape()), " and ", shape_to_string(w.shape()));
+  const int64_t cin_total = x_in.shape()[1], cout = w.shape()[0], cin = w.shape()[1];
+  if (groups < 1 || cin * groups != cin_total || cout % groups != 0)
+    throw_error("conv2d: input ", shape_to_string(x_in.shape()), " has ", cin_total, " channels but weight ",
+                shape_to_string(w.shape()), " with groups=", groups, " expects ", cin * groups,
+                " (and out channels divisible by groups)");
+  const size_t nk = static_cast<size_t>(w.ndim() - 2);
+  Tensor xp = pad_spatial(x_in, padding);
+  // zero padding is stored: the convolution then reads its input without bounds checks
+  if (std::any_of(padding.begin(), padding.end(), [](auto p) { return p.first > 0 || p.second > 0; })) xp = xp.contiguous();
+  Tensor r = conv_core(xp, w, stride, dilation, groups);
+  if (!Tensor::no_grad) attach_conv_gradient(r, xp, w, stride, dilation, groups);
   if (!bias) return r;
   if (bias->shape() != Shape{cout})
     throw_error("conv2d: expected a bias of shape (", cout, "), got ", shape_to_string(bias->shape()));
@@ -188,36 +264,16 @@ Tensor Tensor::conv_transpose2d(const Tensor& weight, std::optional<Tensor> bias
     throw_error("conv_transpose2d: expected input and weight of equal rank >= 3, got ", shape_to_string(shape()),
                 " and ", shape_to_string(weight.shape()));
   const size_t nk = static_cast<size_t>(weight.ndim() - 2);
-  const int64_t cin = weight.shape()[0], rcout = weight.shape()[1];
+  const int64_t cin = weight.shape()[0];
   if (groups < 1 || cin % groups != 0 || shape()[1] != cin)
     throw_error("conv_transpose2d: input ", shape_to_string(shape()), " and weight ", shape_to_string(weight.shape()),
                 " disagree on input channels (groups=", groups, ")");
-  // (cin, rcout, k...) -> (groups, cin/g, rcout, k...) -> (groups, rcout, cin/g, k...), windows flipped
-  Shape wshape{groups, cin / groups, rcout};
   Shape k = spatial(weight.shape(), nk);
-  wshape.insert(wshape.end(), k.begin(), k.end());
-  std::vector<int> flip_axes;
-  for (size_t i = 0; i < nk; i++) flip_axes.push_back(static_cast<int>(3 + i));
-  Tensor w = weight.reshape(wshape).transpose(1, 2).flip(flip_axes).flatten(0, 1);
-  Tensor x = *this;
-  if (stride > 1) {  // zeros between the inputs: (n) -> (n, 1) -> pad (n, s) -> (n*s) -> cut the last s-1
-    Shape s1(shape().begin(), shape().begin() + 2), s2 = s1;
-    Pairs pads(2, {0, 0}), cut;
-    for (size_t i = 0; i < nk; i++) {
-      int64_t n = shape()[2 + i];
-      s1.insert(s1.end(), {n, 1});
-      pads.insert(pads.end(), {{0, 0}, {0, stride - 1}});
-      s2.push_back(n * stride);
-    }
-    x = x.reshape(s1).pad(pads).reshape(s2);
-    for (size_t i = 0; i < x.shape().size(); i++)
-      cut.push_back({0, i < 2 ? x.shape()[i] : x.shape()[i] - (stride - 1)});
-    x = x.shrink(cut);
-  }
+  Tensor x = dilate_spatial(*this, Shape(nk, stride));
   Pairs pads;
   for (size_t i = 0; i < nk; i++)
     pads.push_back({(k[i] - 1) * dilation - padding, (k[i] - 1) * dilation - padding + output_padding});
-  return conv(x, w, bias, Shape(nk, 1), Shape(nk, dilation), pads, groups);
+  return conv(x, transposed_weight(weight, groups), bias, Shape(nk, 1), Shape(nk, dilation), pads, groups);
 }
 
 Tensor Tensor::max_pool2d(int kernel, std::optional<int> stride, int padding, int dilation, bool ceil_mode) const {

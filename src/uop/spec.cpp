@@ -61,7 +61,7 @@ void verify_linear(const std::vector<UOpRef>& linear) {
   static constexpr OpSet allowed = group::Elementwise | OpSet{Ops::SINK, Ops::END, Ops::STORE, Ops::INDEX,
                                                               Ops::LOAD, Ops::PARAM, Ops::CONST, Ops::RANGE,
                                                               Ops::BUFFER, Ops::AFTER, Ops::GROUP, Ops::NOOP,
-                                                              Ops::VECTORIZE};
+                                                              Ops::VECTORIZE, Ops::GEP};
   std::unordered_set<const UOp*> seen, open;
   for (const UOpRef& u : linear) {
     if (!allowed.has(u->op)) reject("linear", u.get(), "not allowed after linearization");

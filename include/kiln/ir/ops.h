@@ -12,7 +12,7 @@ namespace kiln {
   /* structure */ X(SINK) X(GROUP) X(END) X(AFTER) X(NOOP)                              \
   /* schedule */ X(CALL) X(LINEAR)                                                       \
   /* memory */ X(INDEX) X(LOAD) X(STORE) X(COPY)                                       \
-  /* vectors */ X(VECTORIZE)                                                            \
+  /* vectors */ X(VECTORIZE) X(GEP)                                                        \
   /* movement */ X(RESHAPE) X(PERMUTE) X(EXPAND) X(PAD) X(SHRINK) X(FLIP)             \
   /* tensor-graph hints */ X(CONTIGUOUS) X(DETACH)                                      \
   /* reduce */ X(REDUCE)                                                                \

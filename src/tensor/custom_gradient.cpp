@@ -1,0 +1,53 @@
+// The registry of custom gradients, keyed by graph node. Nodes are hash-consed, so an identical
+// graph built again finds the same entry; an entry is dropped when its node is freed, before the
+// address can be reused.
+#include "tensor/custom_gradient.h"
+
+#include <mutex>
+#include <unordered_map>
+
+namespace kiln::autograd {
+namespace {
+
+struct Registry {
+  std::mutex mu;
+  std::unordered_map<const UOp*, CustomGradient> entries;
+
+  static Registry& get() {
+    static Registry* r = [] {
+      auto* reg = new Registry;  // never destroyed: nodes may be freed during static destruction
+      // Every op a composite's output node may end in: reductions and the reshape after them.
+      for (Ops op : {Ops::REDUCE, Ops::RESHAPE, Ops::ADD, Ops::MUL})
+        on_uop_release(op, [reg](const UOp& u) {
+          std::lock_guard lock(reg->mu);
+          reg->entries.erase(&u);
+        });
+      return reg;
+    }();
+    return *r;
+  }
+};
+
+}  // namespace
+
+void set_custom_gradient(const Tensor& out, std::vector<Tensor> inputs, CustomBackward backward) {
+  const UOp* node = out.uop().get();
+  if (node->op != Ops::REDUCE && node->op != Ops::RESHAPE && node->op != Ops::ADD && node->op != Ops::MUL)
+    throw_error("set_custom_gradient: a custom gradient needs a REDUCE, RESHAPE, ADD or MUL node, got ",
+                op_name(node->op));
+  CustomGradient entry{{}, std::move(backward)};
+  for (const Tensor& t : inputs) entry.inputs.push_back(t.uop());
+  Registry& r = Registry::get();
+  std::lock_guard lock(r.mu);
+  r.entries[node] = std::move(entry);
+}
+
+std::optional<CustomGradient> custom_gradient(const UOp* node) {
+  Registry& r = Registry::get();
+  std::lock_guard lock(r.mu);
+  auto it = r.entries.find(node);
+  if (it == r.entries.end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace kiln::autograd

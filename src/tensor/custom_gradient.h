@@ -1,0 +1,32 @@
+#pragma once
+// Custom gradients for composite ops (JAX's custom_vjp, PyTorch's autograd.Function): the
+// gradient of a node built from primitives can be given by a function instead of being derived
+// from its graph, when a different formula runs much faster. conv2d uses it so that its input
+// gradient is a transposed convolution over an explicitly padded gradient (no per-element bounds
+// checks in the hot loop) instead of the sliding window's derived, gated col2im sum.
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "kiln/tensor.h"
+
+namespace kiln::autograd {
+
+// Given d root / d out and which inputs need a gradient, d root / d input for each input (nullopt
+// where none is wanted). Called only during backward()/gradient().
+using CustomBackward =
+    std::function<std::vector<std::optional<Tensor>>(const Tensor& grad, const std::vector<bool>& wanted)>;
+
+struct CustomGradient {
+  std::vector<UOpRef> inputs;  // out's differentiable inputs, in the order backward answers
+  CustomBackward backward;
+};
+
+// From now on, the gradient through `out`'s node comes from `backward`. The entry lives as long
+// as the node does. Capture UOpRefs, not Tensors, in `backward`: a Tensor may be assigned a new
+// value later (optimizer steps), its graph node may not.
+void set_custom_gradient(const Tensor& out, std::vector<Tensor> inputs, CustomBackward backward);
+// The custom gradient registered for `node`, if any.
+std::optional<CustomGradient> custom_gradient(const UOp* node);
+
+}  // namespace kiln::autograd
