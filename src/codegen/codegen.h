@@ -35,6 +35,8 @@ UOpRef apply_opts(const UOpRef& ast, const Target& target, std::vector<std::stri
 UOpRef expand_upcasts(const UOpRef& sink, int vector_bytes);
 // `statement` with `axis` (an UPCAST range) as vectors of at most `max_lanes` lanes.
 UOpRef vectorize_axis(const UOpRef& statement, const UOp* axis, int64_t max_lanes);
+// Every float sum over `axis` (an UNROLL range) in `sink` accumulated in vectors along it.
+UOpRef vectorize_reduce(const UOpRef& sink, const UOp* axis, int64_t max_lanes);
 // d(e)/d(axis) when the index expression e is linear in axis (1: neighbours in memory), else nullopt.
 std::optional<int64_t> linear_coefficient(const UOp* e, const UOp* axis);
 // REDUCE → accumulator registers: initialize, update in their loops, read after them.

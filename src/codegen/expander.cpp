@@ -1,7 +1,8 @@
 // The expander: each UPCAST range of size n becomes n copies of the statements that use them, with
 // the range replaced by 0..n-1. Copies of a reduction share its loop (lower_reduce.cpp groups
-// them), so the loop body updates n accumulators side by side. One UPCAST range, the innermost
-// along which every store is contiguous, becomes SIMD vectors instead of copies (vectorize.cpp).
+// them), so the loop body updates n accumulators side by side. One axis becomes SIMD vectors
+// instead of copies (vectorize.cpp): an UNROLL range (a reduced loop) if opts made one, else the
+// innermost UPCAST range along which every store is contiguous.
 #include <algorithm>
 
 #include "codegen/codegen.h"
@@ -53,7 +54,16 @@ void flatten_groups(const UOpRef& s, std::vector<UOpRef>& out) {
 
 }  // namespace
 
-UOpRef expand_upcasts(const UOpRef& sink, int vector_bytes) {
+UOpRef expand_upcasts(const UOpRef& sink_in, int vector_bytes) {
+  UOpRef sink = sink_in;
+  // An UNROLL range is a reduced loop whose sums accumulate in vectors: the kernel's vector axis.
+  const UOp* unroll = nullptr;
+  int reduce_itemsize = 4;
+  for (const UOp* u : sink->toposort()) {
+    if (u->op == Ops::RANGE && u->arg_as<RangeArg>().type == AxisType::UNROLL) unroll = u;
+    if (u->op == Ops::REDUCE) reduce_itemsize = std::max(reduce_itemsize, u->dtype.itemsize());
+  }
+  if (unroll) sink = simplify(vectorize_reduce(sink, unroll, std::max(1, vector_bytes / reduce_itemsize)));
   std::vector<const UOp*> upcasts;
   for (const UOp* u : sink->toposort())
     if (u->op == Ops::RANGE && u->arg_as<RangeArg>().type == AxisType::UPCAST) upcasts.push_back(u);
@@ -61,7 +71,7 @@ UOpRef expand_upcasts(const UOpRef& sink, int vector_bytes) {
   std::sort(upcasts.begin(), upcasts.end(),
             [](const UOp* a, const UOp* b) { return a->arg_as<RangeArg>().id < b->arg_as<RangeArg>().id; });
   int itemsize = 1;
-  const UOp* vector = vector_bytes > 0 ? vector_axis(sink, upcasts, itemsize) : nullptr;
+  const UOp* vector = vector_bytes > 0 && !unroll ? vector_axis(sink, upcasts, itemsize) : nullptr;
   std::vector<const UOp*> copied = upcasts;
   std::erase(copied, vector);
   const auto copies = assignments(copied);

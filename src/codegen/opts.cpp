@@ -2,7 +2,8 @@
 //   THREAD  the outermost loop's iterations are divided among the CPU's cores;
 //   UPCAST  a loop of a reduction kernel is split as r = r_outer*amt + r_inner and r_inner becomes
 //           amt copies of the body (expander.cpp), so one pass over the reduced data feeds amt
-//           accumulators and the C compiler can keep them in vector registers.
+//           accumulators; along a loop the output is contiguous in, the copies are SIMD lanes.
+//   UNROLL  a reduced loop split the same way, its inner part summed in SIMD lanes (vectorize.cpp).
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
@@ -36,10 +37,12 @@ UOpRef split_range(const UOpRef& ast, const UOp* r, int64_t amt, AxisType inner_
   const bool whole = range_size(r) == amt;
   UOpRef outer = UOp::make(Ops::RANGE, r->dtype, {UOp::const_(r->dtype, double(range_size(r) / amt))}, r->arg);
   UOpRef inner = UOp::make(Ops::RANGE, r->dtype, {UOp::const_(r->dtype, double(amt))}, RangeArg{inner_id, inner_type});
-  // An END closing r now closes both new loops; everywhere else r becomes the expression.
+  // An END closing r now closes both new loops, a REDUCE over r reduces over both; everywhere else
+  // r becomes the expression.
   std::unordered_map<const UOp*, UOpRef> ends;
   for (const UOp* u : ast->toposort()) {
-    if (u->op != Ops::END || std::find(u->src.begin() + 1, u->src.end(), r->ref()) == u->src.end()) continue;
+    if ((u->op != Ops::END && u->op != Ops::REDUCE) || std::find(u->src.begin() + 1, u->src.end(), r->ref()) == u->src.end())
+      continue;
     std::vector<UOpRef> src{u->src[0]};
     for (size_t i = 1; i < u->src.size(); i++) {
       if (u->src[i].get() != r) src.push_back(u->src[i]);
@@ -155,6 +158,44 @@ std::vector<std::pair<const UOp*, int64_t>> choose_upcasts(const UOpRef& ast, in
   return picks;
 }
 
+// Vector accumulators the register tile may use (AVX-512 has 32 registers; the loads need some).
+constexpr int64_t kMaxVectorAccumulators = 24;
+
+// Vector registers the chunks of an n-lane vector take (20 lanes: 16 + 4, two).
+int64_t chunk_count(int64_t n, int64_t lanes) {
+  int64_t count = 0;
+  for (int64_t width = lanes; n > 0; width /= 2)
+    for (; width >= 1 && n >= width; n -= width) count++;
+  return count;
+}
+
+// A reduced loop to vectorize when the outputs make no full vector (a conv's weight gradient:
+// its output rows are a 5-wide kernel row): the innermost one that every load moving along it
+// reads contiguously, ungated, when every reduction is a float sum.
+const UOp* reduce_vector_axis(const UOpRef& ast) {
+  std::vector<const UOp*> loads;
+  for (const UOp* u : ast->toposort()) {
+    if (u->op == Ops::REDUCE && (u->arg_as<ReduceArg>().op != Ops::ADD ||
+                                 (u->dtype.scalar != ScalarType::Float32 && u->dtype.scalar != ScalarType::Float64)))
+      return nullptr;
+    if (u->op == Ops::LOAD) loads.push_back(u);
+  }
+  const auto ranges = ranges_of(ast);
+  for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) {
+    if (info(*it).type != AxisType::REDUCE) continue;
+    bool moves = false, contiguous = true;
+    for (const UOp* load : loads) {
+      auto c = linear_coefficient(address(load), *it);
+      const UOp* index = load->src[0].get();
+      if (index->src.size() > 2 && linear_coefficient(index->src[2].get(), *it) != 0) contiguous = false;
+      if (c == 1) moves = true;
+      else if (c != 0) contiguous = false;
+    }
+    if (moves && contiguous) return *it;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 UOpRef apply_opts(const UOpRef& ast, const Target& target, std::vector<std::string>& applied, int64_t& threads) {
@@ -185,7 +226,35 @@ UOpRef apply_opts(const UOpRef& ast, const Target& target, std::vector<std::stri
   // The first pick is applied last: copies vary fastest along it, so neighbouring statements read
   // neighbouring addresses and the C compiler can pack them into vectors.
   auto picks = choose_upcasts(k, threads, target.vector_bytes);
+  // UNROLL: when the outputs fill less than half a vector register, a reduced loop becomes the
+  // vector axis instead, and the register tile shrinks to fit its accumulators.
+  const int64_t lanes = target.vector_bytes / 4;
+  const UOp* unroll = nullptr;
+  int64_t unroll_amt = 0;
+  if (lanes > 1 && (picks.empty() || vector_lanes(k, picks[0].first, target.vector_bytes) < 2 || picks[0].second < lanes / 2)) {
+    unroll = reduce_vector_axis(k);
+    if (unroll) {
+      const int64_t n = range_size(unroll);
+      unroll_amt = n <= 2 * lanes ? n : upcast_amount(n, 2 * lanes);
+      if (unroll_amt < 4) unroll = nullptr;
+    }
+  }
+  if (unroll) {
+    auto tile = [&] {
+      int64_t t = chunk_count(unroll_amt, lanes);
+      for (auto& [r, amt] : picks) t *= amt;
+      return t;
+    };
+    while (!picks.empty() && tile() > kMaxVectorAccumulators) {
+      if (picks.back().second % 2 == 0 && picks.back().second > 2) picks.back().second /= 2;
+      else picks.pop_back();
+    }
+  }
   for (auto it = picks.rbegin(); it != picks.rend(); ++it) upcast(it->first, it->second);
+  if (unroll) {
+    applied.push_back("UNROLL(axis=" + std::to_string(info(unroll).id) + ", amt=" + std::to_string(unroll_amt) + ")");
+    k = split_range(k, unroll, unroll_amt, AxisType::UNROLL, next_id++);
+  }
   return k;
 }
 

@@ -18,6 +18,7 @@
 #include <unordered_set>
 
 #include "codegen/codegen.h"
+#include "kiln/error.h"
 #include "kiln/ir/pattern_matcher.h"
 
 namespace kiln::codegen {
@@ -54,6 +55,24 @@ bool vectorizable_dtype(DType d) {
 class Vectorizer {
  public:
   Vectorizer(const UOp* axis, int64_t offset, int64_t lanes) : axis_(axis), offset_(offset), lanes_(lanes) {}
+
+  // REDUCE(x, ranges) with the axis among its ranges: this chunk's lanes of x summed in a vector
+  // accumulator over the other ranges, then the lanes added together.
+  UOpRef reduce_lanes(const UOpRef& reduce) {
+    std::vector<UOpRef> ranges;
+    for (size_t i = 1; i < reduce->src.size(); i++)
+      if (reduce->src[i].get() != axis_) ranges.push_back(reduce->src[i]);
+    UOpRef x = lanes_ == 1 ? substitute(reduce->src[0], {{axis_, UOp::const_(axis_->dtype, double(offset_))}})
+                           : broadcast(value(reduce->src[0]));
+    if (!ranges.empty()) {
+      ranges.insert(ranges.begin(), x);
+      x = UOp::make(Ops::REDUCE, x->dtype, std::move(ranges), reduce->arg);
+    }
+    if (lanes_ == 1) return x;
+    UOpRef sum = UOp::make(Ops::GEP, reduce->dtype, {x}, int64_t{0});
+    for (int64_t i = 1; i < lanes_; i++) sum = sum + UOp::make(Ops::GEP, reduce->dtype, {x}, i);
+    return sum;
+  }
 
   UOpRef statement(const UOpRef& s) {
     if (!depends(s.get())) return s;
@@ -144,15 +163,40 @@ class Vectorizer {
   std::unordered_map<const UOp*, UOpRef> memo_;
 };
 
+// The chunks of an axis of n: the widest power-of-two widths that fit (20: 16 + 4).
+std::vector<std::pair<int64_t, int64_t>> chunks_of(int64_t n, int64_t max_lanes) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (int64_t offset = 0, width = max_lanes; offset < n; width /= 2)
+    for (; width >= 1 && offset + width <= n; offset += width) out.push_back({offset, width});
+  return out;
+}
+
 }  // namespace
+
+UOpRef vectorize_reduce(const UOpRef& sink, const UOp* axis, int64_t max_lanes) {
+  const int64_t n = static_cast<int64_t>(axis->src[0]->const_value());
+  std::unordered_map<const UOp*, UOpRef> replace;
+  for (const UOp* u : sink->toposort()) {
+    if (u->op != Ops::REDUCE || std::find(u->src.begin() + 1, u->src.end(), axis->ref()) == u->src.end()) continue;
+    if (u->arg_as<ReduceArg>().op != Ops::ADD || !vectorizable_dtype(u->dtype))
+      throw_error("vectorize_reduce: only float sums vectorize along a reduced axis, got ", op_name(u->arg_as<ReduceArg>().op),
+                  " of ", u->dtype.name());
+    UOpRef total;
+    for (auto [offset, width] : chunks_of(n, max_lanes)) {
+      UOpRef part = Vectorizer(axis, offset, width).reduce_lanes(u->ref());
+      total = total ? total + part : part;
+    }
+    replace[u] = total;
+  }
+  return substitute(sink, replace);
+}
 
 UOpRef vectorize_axis(const UOpRef& statement, const UOp* axis, int64_t max_lanes) {
   const int64_t n = static_cast<int64_t>(axis->src[0]->const_value());
   std::vector<UOpRef> chunks;
-  for (int64_t offset = 0, width = max_lanes; offset < n; width /= 2)
-    for (; width >= 1 && offset + width <= n; offset += width)
-      chunks.push_back(width == 1 ? substitute(statement, {{axis, UOp::const_(axis->dtype, double(offset))}})
-                                  : Vectorizer(axis, offset, width).statement(statement));
+  for (auto [offset, width] : chunks_of(n, max_lanes))
+    chunks.push_back(width == 1 ? substitute(statement, {{axis, UOp::const_(axis->dtype, double(offset))}})
+                                : Vectorizer(axis, offset, width).statement(statement));
   return chunks.size() == 1 ? chunks[0] : UOp::make(Ops::GROUP, dtypes::void_, std::move(chunks));
 }
 

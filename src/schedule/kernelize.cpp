@@ -169,7 +169,10 @@ Schedule create_schedule(const std::vector<UOpRef>& roots) {
       out.becomes[r.get()] = strip_contiguous(r);
       out.keep_alive.push_back(r);
     }
-  Plan plan = plan_kernels(roots);
+  // The graph as it will run: large reductions split in two (split_reduce.cpp).
+  UOpRef split = split_reduces(UOp::sink(roots));
+  std::vector<UOpRef> run_roots(split->src.begin(), split->src.end());
+  Plan plan = plan_kernels(run_roots);
   std::unordered_map<const UOp*, UOpRef> buffers;
   for (const UOp* u : plan.realized) {
     std::string device = "CPU";
@@ -191,6 +194,14 @@ Schedule create_schedule(const std::vector<UOpRef>& roots) {
     calls.push_back(UOp::make(Ops::CALL, dtypes::void_, std::move(call_src)));
   }
   out.linear = UOp::make(Ops::LINEAR, dtypes::void_, std::move(calls));
+  // the caller's roots become what their rewritten versions became
+  for (size_t i = 0; i < roots.size(); i++)
+    if (run_roots[i] != roots[i])
+      if (auto it = out.becomes.find(run_roots[i].get()); it != out.becomes.end()) {
+        UOpRef view = it->second;
+        out.becomes[roots[i].get()] = view;
+        out.keep_alive.push_back(roots[i]);
+      }
   return out;
 }
 

@@ -25,6 +25,9 @@ bool is_buffer_view(const UOp* u);
 // The buffer view without its no-op CONTIGUOUSes: RESHAPEs over the BUFFER.
 UOpRef strip_contiguous(const UOpRef& u);
 
+// Rewrites each reduction of many elements into few outputs as two: partial sums, then their sum.
+UOpRef split_reduces(const UOpRef& sink);
+
 // Schedules everything needed to realize `roots` (tensor-graph nodes).
 Schedule create_schedule(const std::vector<UOpRef>& roots);
 
