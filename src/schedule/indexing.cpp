@@ -37,26 +37,14 @@ std::vector<UOpRef> redivide(const std::vector<UOpRef>& idx, const Shape& shape,
 // leave its axis's range under a padding's validity gate.
 std::vector<UOpRef> reshape_index(const std::vector<UOpRef>& out_idx, const Shape& out, const Shape& in) {
   if (prod(in) == 0) return redivide(out_idx, out, in);
-  std::vector<size_t> outs, ins;
-  for (size_t k = 0; k < out.size(); k++)
-    if (out[k] != 1) outs.push_back(k);
-  for (size_t k = 0; k < in.size(); k++)
-    if (in[k] != 1) ins.push_back(k);
   std::vector<UOpRef> in_idx(in.size(), index_const(0));
-  size_t a = 0, b = 0;
-  while (a < ins.size() && b < outs.size()) {
-    size_t a0 = a, b0 = b;
-    int64_t pa = in[ins[a++]], pb = out[outs[b++]];
-    while (pa != pb) {
-      if (pa < pb) pa *= in[ins[a++]];
-      else pb *= out[outs[b++]];
-    }
+  for (const ReshapeGroup& g : reshape_groups(in, out)) {
     std::vector<UOpRef> group_idx;
     Shape group_out, group_in;
-    for (size_t j = b0; j < b; j++) group_idx.push_back(out_idx[outs[j]]), group_out.push_back(out[outs[j]]);
-    for (size_t j = a0; j < a; j++) group_in.push_back(in[ins[j]]);
+    for (size_t k : g.out_axes) group_idx.push_back(out_idx[k]), group_out.push_back(out[k]);
+    for (size_t k : g.in_axes) group_in.push_back(in[k]);
     std::vector<UOpRef> r = redivide(group_idx, group_out, group_in);
-    for (size_t j = a0; j < a; j++) in_idx[ins[j]] = r[j - a0];
+    for (size_t j = 0; j < g.in_axes.size(); j++) in_idx[g.in_axes[j]] = r[j];
   }
   return in_idx;
 }

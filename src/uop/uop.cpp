@@ -121,6 +121,28 @@ double reduce_identity(Ops op, DType dtype) {
   }
 }
 
+std::vector<ReshapeGroup> reshape_groups(const Shape& in, const Shape& out) {
+  std::vector<size_t> ins, outs;
+  for (size_t k = 0; k < in.size(); k++)
+    if (in[k] != 1) ins.push_back(k);
+  for (size_t k = 0; k < out.size(); k++)
+    if (out[k] != 1) outs.push_back(k);
+  std::vector<ReshapeGroup> groups;
+  size_t a = 0, b = 0;
+  while (a < ins.size() && b < outs.size()) {
+    ReshapeGroup g;
+    int64_t pa = in[ins[a]], pb = out[outs[b]];
+    g.in_axes.push_back(ins[a++]);
+    g.out_axes.push_back(outs[b++]);
+    while (pa != pb) {
+      if (pa < pb) pa *= in[ins[a]], g.in_axes.push_back(ins[a++]);
+      else pb *= out[outs[b]], g.out_axes.push_back(outs[b++]);
+    }
+    groups.push_back(std::move(g));
+  }
+  return groups;
+}
+
 void check_shape(const Shape& s, const char* what) {
   double total = 1;
   for (int64_t d : s) {
@@ -331,8 +353,15 @@ const Shape& UOp::shape_or_throw() const {
 void UOp::compute_shape() {
   compute_shape_unchecked();
   // Index math is int32. Only buffers and reshapes flatten indices, so only they are limited: a
-  // broadcast intermediate (matmul's n x m x k product) may be larger, it is never materialized.
-  if (shape_ && (op == Ops::BUFFER || op == Ops::RESHAPE)) check_shape(*shape_, op_name(op).data());
+  // broadcast intermediate (matmul's n x m x k product) may be larger, it is never materialized,
+  // and a reshape flattens each of its axis groups on its own.
+  if (shape_ && op == Ops::BUFFER) check_shape(*shape_, "BUFFER");
+  if (shape_ && op == Ops::RESHAPE && prod(src[0]->shape_or_throw()) != 0)
+    for (const ReshapeGroup& g : reshape_groups(src[0]->shape_or_throw(), *shape_)) {
+      Shape merged;
+      for (size_t a : g.out_axes) merged.push_back((*shape_)[a]);
+      check_shape(merged, "RESHAPE");
+    }
 }
 
 void UOp::compute_shape_unchecked() {

@@ -161,6 +161,12 @@ void on_uop_release(Ops op, std::function<void(const UOp&)> hook);
 size_t live_uop_count();
 
 int64_t prod(const Shape& s);
+// The axis groups a reshape of `in` (no zero-size axis) to `out` maps onto each other: runs of
+// non-1 axes with equal products (a split, a merge, or an axis left alone).
+struct ReshapeGroup {
+  std::vector<size_t> in_axes, out_axes;
+};
+std::vector<ReshapeGroup> reshape_groups(const Shape& in, const Shape& out);
 // Kernels index with int32: the largest number of elements one tensor may have.
 inline constexpr int64_t kMaxNumel = (int64_t{1} << 31) - 1;
 // Throws kiln::Error unless every dimension is >= 0 and the shape has at most kMaxNumel elements.
