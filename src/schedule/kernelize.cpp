@@ -85,7 +85,7 @@ class KernelBuilder {
       apply_movement_op(*u, a, &cond);
       return cond == true_const() ? inputs[0] : UOp::make(Ops::WHERE, u->dtype, {cond, inputs[0], u->const_like(0)});
     }
-    if (group::Movement.has(u->op) || u->op == Ops::CONTIGUOUS || u->op == Ops::DETACH) return inputs[0];
+    if (group::Movement.has(u->op) || u->op == Ops::CONTIGUOUS) return inputs[0];
     if (u->op == Ops::REDUCE) {
       const Ops op = u->arg_as<ReduceArg>().op;
       if (inputs.empty()) return UOp::const_(u->dtype, reduce_identity(op, u->dtype));
@@ -159,19 +159,28 @@ UOpRef renumber_ranges(const UOpRef& sink) {
   return substitute(sink, map);
 }
 
+// DETACH only stops gradients (no_grad wraps every result in one): the scheduler sees through it,
+// so it never cuts a movement chain.
+const PatternMatcher& drop_detach() {
+  static const PatternMatcher pm{{
+      {UPat(Ops::DETACH).named("d"), [](RewriteCtx*, const Match& m) { return m["d"]->src[0]; }},
+  }};
+  return pm;
+}
+
 }  // namespace
 
 Schedule create_schedule(const std::vector<UOpRef>& roots) {
   Schedule out;
   if (env::get_int("SPEC", 0) > 0) spec::verify_tensor_graph(UOp::sink(roots));
-  for (const UOpRef& r : roots)
+  // The graph as it will run: without DETACH, large reductions split in two (split_reduce.cpp).
+  UOpRef split = split_reduces(graph_rewrite(UOp::sink(roots), drop_detach(), {.name = "drop detach"}));
+  std::vector<UOpRef> run_roots(split->src.begin(), split->src.end());
+  for (const UOpRef& r : run_roots)
     if (is_buffer_view(r.get())) {
       out.becomes[r.get()] = strip_contiguous(r);
       out.keep_alive.push_back(r);
     }
-  // The graph as it will run: large reductions split in two (split_reduce.cpp).
-  UOpRef split = split_reduces(UOp::sink(roots));
-  std::vector<UOpRef> run_roots(split->src.begin(), split->src.end());
   Plan plan = plan_kernels(run_roots);
   std::unordered_map<const UOp*, UOpRef> buffers;
   for (const UOp* u : plan.realized) {

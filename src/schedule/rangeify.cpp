@@ -1,8 +1,8 @@
 // Range propagation and fusion ("rangeify"): walk the tensor graph consumers-first, handing each
 // node the index expressions its consumers read it with. A node read one way inherits its
 // consumer's loops: that is fusion. A node is realized into a buffer (and gets its own kernel) when
-// it must be: a root or CONTIGUOUS, a reduction that is broadcast again, or an expensive node read
-// in several different ways.
+// it must be: a root or CONTIGUOUS, a reduction that is broadcast again or reduced again, or an
+// expensive node read in several different ways.
 #include <algorithm>
 #include <map>
 #include <unordered_map>
@@ -70,6 +70,9 @@ class Rangeify {
         // A reduction broadcast again would be recomputed for every broadcast element: store it.
         realized_.insert(base_of(u->src[0].get()));
       }
+      // A reduction over the result of another (a max pool of a convolution) would nest the inner
+      // loop nest in the outer one, which vectorizes neither: the inner result is stored.
+      if (u->op == Ops::REDUCE && has_reduce[u->src[0].get()]) realized_.insert(base_of(u->src[0].get()));
       bool reduce = u->op == Ops::REDUCE;
       for (const UOpRef& s : u->src) reduce |= has_reduce[s.get()] && !realized_.count(base_of(s.get()));
       has_reduce[u] = reduce;

@@ -1105,6 +1105,9 @@ const PatternMatcher& symbolic() {
   return pm;
 }
 
-UOpRef simplify(const UOpRef& u) { return graph_rewrite(u, symbolic(), {.name = "simplify"}); }
+UOpRef simplify(const UOpRef& u) {
+  static const PatternMatcher pm = symbolic() + simplify_valid_rules();
+  return graph_rewrite(u, pm, {.name = "simplify"});
+}
 
 }  // namespace kiln

@@ -32,7 +32,9 @@ const PatternMatcher& symbolic_simple();
 // (never by address), so equal index expressions are the same node in every run. Rules that use
 // vmin/vmax first check that no integer node below could have wrapped (compute_range clamps).
 const PatternMatcher& symbolic();
-// graph_rewrite(u, symbolic()).
+// A gated INDEX's address simplified with the ranges its gate implies (simplify_valid.cpp).
+const PatternMatcher& simplify_valid_rules();
+// graph_rewrite(u, symbolic() + simplify_valid_rules()).
 UOpRef simplify(const UOpRef& u);
 
 }  // namespace kiln

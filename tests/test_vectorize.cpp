@@ -1,0 +1,106 @@
+// SIMD vectorization and split reductions: which kernels get vector types and UNROLL, and that
+// their results match naive float64 loops (tolerances: reference.h's float32/float64 defaults).
+// The program text is checked against an AVX-512-sized target (vector_bytes 64), so these tests
+// say the same on every machine; results run on this machine's own vector width.
+#include <gtest/gtest.h>
+
+#include "codegen/codegen.h"
+#include "kiln/kiln.h"
+#include "reference.h"
+#include "support/env.h"
+
+using namespace kiln;
+
+namespace {
+
+codegen::Program program_of(const Tensor& t, int vector_bytes = 64) {
+  std::vector<ScheduleItem> items = t.schedule();
+  EXPECT_EQ(items.size(), 1u);
+  codegen::Target target{&renderer::c_renderer(), 1, true, vector_bytes};
+  return codegen::to_program(items.at(0).ast, target);
+}
+
+bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
+bool applied(const codegen::Program& p, const std::string& opt) {
+  for (const std::string& o : p.opts)
+    if (o.rfind(opt, 0) == 0) return true;
+  return false;
+}
+
+TEST(Vectorize, ContiguousOutputRowsBecomeVectorsInChunks) {
+  // a 20-wide output row: one 16-lane and one 4-lane vector, loads of b as vectors
+  ref::NdArray a = ref::random({24, 40}, 1), b = ref::random({40, 20}, 2);
+  Tensor c = kt::make(a).matmul(kt::make(b));
+  codegen::Program p = program_of(c);
+  EXPECT_TRUE(has(p.source, "typedef float float_x16")) << p.source;
+  EXPECT_TRUE(has(p.source, "float_x4")) << p.source;
+  EXPECT_TRUE(has(p.source, "*(float_x16*)(data2+")) << "vector loads of b:\n" << p.source;
+  EXPECT_TRUE(kt::matches(c, ref::matmul(a, b)));
+}
+
+TEST(Vectorize, ScalarTargetsGetScalarCode) {
+  Tensor c = kt::make(ref::random({8, 16}, 3)).matmul(kt::make(ref::random({16, 32}, 4)));
+  EXPECT_FALSE(has(program_of(c, 0).source, "_x")) << program_of(c, 0).source;
+}
+
+TEST(Vectorize, Float64UsesEightLanesPerRegister) {
+  ref::NdArray a = ref::random({8, 12}, 5), b = ref::random({12, 16}, 6);
+  Tensor c = kt::f64(a).matmul(kt::f64(b));
+  EXPECT_TRUE(has(program_of(c).source, "typedef double double_x8")) << program_of(c).source;
+  EXPECT_TRUE(kt::matches(c, ref::matmul(a, b)));
+}
+
+TEST(Vectorize, NarrowOutputsVectorizeTheReducedAxis) {
+  // (7, 3) outputs, each a dot product over a contiguous 48: the sum runs in 16-lane vectors
+  ref::NdArray x = ref::random({7, 48}, 7), y = ref::random({3, 48}, 8);
+  Tensor d = kt::make(x).matmul(kt::make(y).transpose(0, 1));
+  codegen::Program p = program_of(d);
+  EXPECT_TRUE(applied(p, "UNROLL")) << p.source;
+  EXPECT_TRUE(has(p.source, "float_x16")) << p.source;
+  EXPECT_TRUE(kt::matches(d, ref::matmul(x, ref::transpose(y, 0, 1))));
+}
+
+TEST(Vectorize, PerLaneOpsReadTheLanesOfVectorResults) {
+  // max and a select have no vector form in C: they run lane by lane on the vector accumulators
+  ref::NdArray a = ref::random({16, 24}, 9), b = ref::random({24, 20}, 10);
+  Tensor c = kt::make(a).matmul(kt::make(b));
+  Tensor out = c.relu() + c.gt(0.25f).where(c, 0.5f);
+  codegen::Program p = program_of(out);
+  EXPECT_TRUE(has(p.source, "float_x16")) << p.source;
+  EXPECT_TRUE(has(p.source, "[15]")) << "lane reads of a 16-lane vector:\n" << p.source;
+  ref::NdArray want = ref::matmul(a, b);
+  for (double& v : want.data) v = std::max(v, 0.0) + (v > 0.25 ? v : 0.5);
+  EXPECT_TRUE(kt::matches(out, want));
+}
+
+TEST(Vectorize, GatedVectorLoadsReadOnlyInsideTheBuffer) {
+  // b padded along the reduced axis: its vector loads along the output row are gated by the row
+  // they are in; the sanitizer build checks that an invalid row is never read
+  ref::NdArray a = ref::random({5, 42}, 11), b = ref::random({40, 32}, 12);
+  Tensor c = kt::make(a).matmul(kt::make(b).pad({{1, 1}, {0, 0}}));
+  EXPECT_TRUE(has(program_of(c).source, "? (*(float_x16*)")) << program_of(c).source;
+  ref::NdArray bp = ref::pad(b, {{1, 1}, {0, 0}});
+  EXPECT_TRUE(kt::matches(c, ref::matmul(a, bp)));
+}
+
+TEST(SplitReduce, ManyToFewReductionsRunAsPartialSumsThenTheirSum) {
+  ref::NdArray x = ref::random({1 << 18}, 13);
+  Tensor t = kt::make(x);
+  std::vector<ScheduleItem> items = t.sum().schedule();
+  EXPECT_EQ(items.size(), 2u) << "partial sums, then their sum";
+  EXPECT_TRUE(kt::matches(t.sum(), ref::sum(x)));
+  ref::NdArray y = ref::random({4, 1 << 16}, 14);
+  EXPECT_TRUE(kt::matches(kt::make(y).sum({1}), ref::sum(y, {1})));
+  EXPECT_TRUE(kt::matches(kt::make(y).max({1}), ref::max(y, {1})));
+  {
+    env::ScopedEnv off("SPLIT_REDUCEOP", "0");
+    EXPECT_EQ(kt::make(x).sum().schedule().size(), 1u);
+  }
+}
+
+TEST(SplitReduce, SmallReductionsStayOneKernel) {
+  EXPECT_EQ(kt::make(ref::random({64, 64}, 15)).sum().schedule().size(), 1u);
+}
+
+}  // namespace
