@@ -17,8 +17,9 @@ ckpt="$work/ckpt/model.safetensors"  # in a directory that does not exist yet
 tiny=(--steps 2 --batch-size 16 --test-examples 32 --checkpoint "$ckpt")
 
 fail() { echo "FAIL: $*"; exit 1; }
-# The safetensors header (JSON, near the start of the file) holds the metadata.
-has_metadata() { head -c 16384 "$ckpt" | grep -aq "\"$1\":\"$2\""; }
+# The safetensors header (JSON, near the start of the file) holds the metadata. (grep -c reads
+# all its input: grep -q could exit first and fail the pipeline on head's SIGPIPE.)
+has_metadata() { head -c 16384 "$ckpt" | grep -ac "\"$1\":\"$2\"" > /dev/null; }
 
 echo "== train epoch 1"
 "$exe" "${tiny[@]}" --epochs 1 || fail "training exited with $?"

@@ -13,6 +13,7 @@
 #include "kiln/error.h"
 #include "kiln/tensor.h"
 #include "reference.h"
+#include "tensor/custom_gradient.h"
 
 namespace {
 
@@ -224,6 +225,49 @@ TEST(Fusion, GradientOfBothInputsIsFewKernels) {
   Tensor::realize({x, y});
   std::vector<Tensor> g = ((x * y).sin() * x).sum().gradient({x, y});
   EXPECT_EQ((g[0] + g[1]).schedule().size(), 1u);
+}
+
+}  // namespace
+
+namespace {
+
+// y = x * x whose gradient is declared to be `factor` * grad instead of 2x * grad.
+Tensor square_with_declared_gradient(const Tensor& x, double factor) {
+  Tensor y = x * x;
+  kiln::autograd::set_custom_gradient(y, {x}, [factor](const Tensor& g, const std::vector<bool>& wanted) {
+    EXPECT_TRUE(wanted.at(0));
+    return std::vector<std::optional<Tensor>>{g * factor};
+  });
+  return y;
+}
+
+TEST(CustomGradient, ReplacesTheDerivedGradient) {
+  NdArray xv = ref::random({3, 4}, 31);
+  Tensor x = f64(xv).requires_grad_();
+  Tensor y = square_with_declared_gradient(x, 3.0);
+  (y.sum() + x.sum()).backward();  // x is also reached directly: both paths add up
+  EXPECT_TRUE(kt::matches(*x.grad(), ref::map(xv, [](double) { return 4.0; }), kExact));
+}
+
+TEST(CustomGradient, IsForgottenWithItsNode) {
+  // The same graph built again after the first one was freed gets the derived gradient: the
+  // registry entry died with its node, before the address could be reused.
+  NdArray xv = ref::random({5}, 32);
+  Tensor x = f64(xv).requires_grad_();
+  { Tensor y = square_with_declared_gradient(x, 3.0); }
+  Tensor y2 = x * x;
+  EXPECT_TRUE(kt::matches(y2.sum().gradient({x})[0], scaled(xv, 2), kExact));
+}
+
+TEST(CustomGradient, ConvolutionsUseTheirTransposedForm) {
+  // conv2d's input gradient is a convolution over the stored, padded output gradient: one of the
+  // kernels reads a buffer the size of the padded gradient (2x3x(6+2*2)x(7+2*2)).
+  Tensor x = Tensor::randn({2, 4, 8, 9}).requires_grad_(), w = Tensor::randn({3, 4, 3, 3}).requires_grad_();
+  Tensor gx = x.conv2d(w).sum().gradient({x})[0];
+  bool padded_buffer = false;
+  for (const kiln::ScheduleItem& item : gx.schedule())
+    padded_buffer |= item.buffers.at(0)->arg_as<kiln::BufferArg>().size == 2 * 3 * 10 * 11;
+  EXPECT_TRUE(padded_buffer);
 }
 
 }  // namespace

@@ -170,7 +170,7 @@ const PatternMatcher& drop_detach() {
 
 }  // namespace
 
-Schedule create_schedule(const std::vector<UOpRef>& roots) {
+Schedule build_schedule(const std::vector<UOpRef>& roots) {
   Schedule out;
   if (env::get_int("SPEC", 0) > 0) spec::verify_tensor_graph(UOp::sink(roots));
   // The graph as it will run: without DETACH, large reductions split in two (split_reduce.cpp).

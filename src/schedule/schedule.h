@@ -28,8 +28,14 @@ UOpRef strip_contiguous(const UOpRef& u);
 // Rewrites each reduction of many elements into few outputs as two: partial sums, then their sum.
 UOpRef split_reduces(const UOpRef& sink);
 
-// Schedules everything needed to realize `roots` (tensor-graph nodes).
+// Schedules everything needed to realize `roots` (tensor-graph nodes), reusing the schedule of an
+// earlier graph of the same structure over other input buffers (schedule_cache.cpp; SCHEDULE_CACHE=0
+// turns the cache off).
 Schedule create_schedule(const std::vector<UOpRef>& roots);
+// The scheduler itself, without the cache (kernelize.cpp).
+Schedule build_schedule(const std::vector<UOpRef>& roots);
+// How many create_schedule calls the cache answered.
+int64_t schedule_cache_hits();
 
 // The ScheduleItem view of each CALL in a LINEAR.
 std::vector<ScheduleItem> schedule_items(const UOpRef& linear);

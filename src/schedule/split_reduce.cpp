@@ -5,7 +5,6 @@
 // chunk's data stays in cache while every output is accumulated from it; the second sums the
 // partials.
 //   REDUCE(x, axes)  ->  RESHAPE(REDUCE(CONTIGUOUS(REDUCE(PERMUTE(RESHAPE(x)), axes+1)), {0}))
-#include <algorithm>
 #include <unordered_set>
 
 #include "kiln/ir/pattern_matcher.h"
@@ -15,10 +14,11 @@
 namespace kiln::schedule {
 namespace {
 
-// Each partial result sums at least this many inputs (so its loop is long next to the setup
-// around it); at most 256 partials per output and 4M in all.
-constexpr int64_t kMinPartialLength = 4096;
-constexpr int64_t kMaxSplit = 256, kMaxPartials = int64_t{1} << 22;
+// Split when each output sums at least this many inputs, into between 8 and 256 partials per
+// output (the most that divide the axis: small chunks stay in L1; a conv weight gradient runs
+// fastest with one image per chunk), at most 4M partials in all.
+constexpr int64_t kMinReduceRatio = 32768;
+constexpr int64_t kMinSplit = 8, kMaxSplit = 256, kMaxPartials = int64_t{1} << 22;
 
 struct SplitCtx : RewriteCtx {
   std::unordered_set<const UOp*> first_stages;  // already split: not again
@@ -29,10 +29,9 @@ UOpRef split_reduce(SplitCtx& ctx, const UOpRef& reduce) {
   const UOpRef& x = reduce->src[0];
   const Shape &in = x->shape_or_throw(), &out = reduce->shape_or_throw();
   const auto& arg = reduce->arg_as<ReduceArg>();
-  if (prod(out) == 0) return {};
-  const int64_t most = std::min({kMaxSplit, kMaxPartials / prod(out), prod(in) / prod(out) / kMinPartialLength});
+  if (prod(out) == 0 || prod(in) / prod(out) < kMinReduceRatio) return {};
   for (int64_t axis : arg.axes)
-    for (int64_t d = most; d >= 2; d--) {
+    for (int64_t d = std::min(kMaxSplit, kMaxPartials / prod(out)); d >= kMinSplit; d--) {
       if (in[axis] % d != 0) continue;
       // axis -> (d, n/d): the partial number goes in front, the chunk's n/d elements stay at `axis`
       Shape chunked = in;
