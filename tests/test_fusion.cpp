@@ -10,6 +10,8 @@
 #include "kiln/counters.h"
 #include "kiln/dtype.h"
 #include "kiln/ir/pattern_matcher.h"
+#include "kiln/nn/layers.h"
+#include "kiln/nn/optim.h"
 #include "kiln/schedule_item.h"
 #include "kiln/tensor.h"
 #include "reference.h"
@@ -215,6 +217,29 @@ TEST(Fusion, ContiguousForcesItsOwnKernel) {
   EXPECT_EQ(items.size(), 2u) << describe(items);
   EXPECT_EQ(kernels_run_by_realize(out), 2);
   EXPECT_TRUE(kt::matches(out, ref::map(a.ref, [](double v) { return (v + 1) * 2; })));
+}
+
+TEST(Fusion, OutputsReadingEachOtherAsIsShareOneKernel) {
+  // x and y are both realized; y reads x element for element: one kernel stores both
+  Input a = input({9, 11}, 20), b = input({9, 11}, 21);
+  Tensor x = a.t + 1, y = x * b.t;
+  GlobalCounters::reset();
+  Tensor::realize({x, y});
+  EXPECT_EQ(GlobalCounters::kernel_count, 1);
+  EXPECT_TRUE(kt::matches(x, ref::map(a.ref, [](double v) { return v + 1; })));
+  EXPECT_TRUE(kt::matches(y, ref::zip(a.ref, b.ref, [](double u, double v) { return (u + 1) * v; })));
+}
+
+TEST(Fusion, AdamUpdatesEachParameterInOneKernel) {
+  // m, v and the parameter itself in one kernel per parameter, plus the two b^t scalars
+  kiln::nn::Linear layer(6, 4);
+  Tensor x = Tensor::randn({5, 6});
+  kiln::nn::optim::Adam opt({layer.weight, *layer.bias}, 1e-2);
+  layer(x).square().sum().backward();
+  Tensor::realize({*layer.weight.grad(), *layer.bias->grad()});
+  GlobalCounters::reset();
+  Tensor::realize(opt.schedule_step());
+  EXPECT_EQ(GlobalCounters::kernel_count, 2 + 2);
 }
 
 TEST(Fusion, CountersMeasureWork) {

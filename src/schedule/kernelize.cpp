@@ -5,6 +5,7 @@
 #include <atomic>
 #include <deque>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "kiln/error.h"
 #include "kiln/ir/spec.h"
@@ -18,17 +19,22 @@ namespace {
 
 class KernelBuilder {
  public:
-  KernelBuilder(const Plan& plan, const std::unordered_map<const UOp*, UOpRef>& buffers, const UOp* root)
-      : plan_(plan), buffers_(buffers), root_(root) {}
+  // One kernel storing every node of `roots` (all of one shape, computed over the first one's
+  // loops); each reads the others as values, not from their buffers.
+  KernelBuilder(const Plan& plan, const std::unordered_map<const UOp*, UOpRef>& buffers, std::vector<const UOp*> roots)
+      : plan_(plan), buffers_(buffers), roots_(std::move(roots)), computed_here_(roots_.begin(), roots_.end()) {}
 
-  // Returns the kernel SINK; `bufs` receives the BUFFERs bound to PARAM 0.. (output first).
+  // Returns the kernel SINK; `bufs` receives the BUFFERs bound to PARAM 0.. (outputs first).
   UOpRef build(std::vector<UOpRef>& bufs) {
-    const Access& own = plan_.own.at(root_);
-    param_for(buffers_.at(root_));
-    UOpRef value = lower_root(root_, own);
-    const UOpRef& out = buffers_.at(root_);
-    UOpRef store = UOp::make(Ops::STORE, dtypes::void_,
-                             {index(param_for(out), flat_index(own.idx, root_->shape_or_throw()), own.valid), value});
+    const Access& own = plan_.own.at(roots_[0]);
+    for (const UOp* r : roots_) param_for(buffers_.at(r));
+    std::vector<UOpRef> stores;
+    for (const UOp* r : roots_) {
+      UOpRef value = lower_root(r, own);
+      UOpRef at = index(param_for(buffers_.at(r)), flat_index(own.idx, r->shape_or_throw()), own.valid);
+      stores.push_back(UOp::make(Ops::STORE, dtypes::void_, {at, value}));
+    }
+    UOpRef store = stores.size() == 1 ? stores[0] : UOp::make(Ops::GROUP, dtypes::void_, stores);
     std::vector<UOpRef> end_src{store};
     for (const UOpRef& i : own.idx)
       if (i->op == Ops::RANGE) end_src.push_back(i);
@@ -57,7 +63,7 @@ class KernelBuilder {
 
   // What computing `u` at access `a` reads: (node, access) pairs. Loads and constants read nothing.
   std::vector<std::pair<const UOp*, Access>> reads_of(const UOp* u, const Access& a, bool is_root) {
-    if (u->op == Ops::BUFFER || u->op == Ops::CONST || (!is_root && buffers_.count(u))) return {};
+    if (u->op == Ops::BUFFER || u->op == Ops::CONST || (!is_root && loaded(u))) return {};
     if (group::Movement.has(u->op)) return {{u->src[0].get(), apply_movement_op(*u, a)}};
     if (u->op == Ops::REDUCE) {
       const Shape& in_shape = u->src[0]->shape_or_throw();
@@ -78,7 +84,7 @@ class KernelBuilder {
   // The kernel expression for `u` at access `a`, given the expressions of what it reads.
   UOpRef combine(const UOp* u, const Access& a, bool is_root, std::vector<UOpRef> inputs) {
     if (u->op == Ops::BUFFER) return load(u->ref(), a.idx[0], a.valid);
-    if (!is_root && buffers_.count(u)) return load(buffers_.at(u), flat_index(a.idx, u->shape_or_throw()), a.valid);
+    if (!is_root && loaded(u)) return load(buffers_.at(u), flat_index(a.idx, u->shape_or_throw()), a.valid);
     if (u->op == Ops::CONST) return u->ref();
     if (u->op == Ops::PAD) {
       UOpRef cond;
@@ -136,9 +142,13 @@ class KernelBuilder {
     return result;
   }
 
+  // A realized node this kernel reads from its buffer (the others it computes).
+  bool loaded(const UOp* u) const { return buffers_.count(u) && !computed_here_.count(u); }
+
   const Plan& plan_;
   const std::unordered_map<const UOp*, UOpRef>& buffers_;
-  const UOp* root_;
+  std::vector<const UOp*> roots_;
+  std::unordered_set<const UOp*> computed_here_;
   std::vector<UOpRef> params_;
   std::map<std::pair<const UOp*, AccessKey>, UOpRef> memo_;
   std::deque<Access> keep_;  // every access a memo key points into (a deque: pointers stay valid)
@@ -189,15 +199,17 @@ Schedule build_schedule(const std::vector<UOpRef>& roots) {
       if (x->op == Ops::BUFFER) device = x->arg_as<BufferArg>().device;
     buffers[u] = UOp::make(Ops::BUFFER, u->dtype, {}, BufferArg{next_buffer_id(), prod(u->shape_or_throw()), device});
   }
-  std::vector<UOpRef> calls;
   for (const UOp* u : plan.realized) {
     const UOpRef& buf = buffers.at(u);
     const Shape& shape = u->shape_or_throw();
     out.becomes[u] = shape == Shape{prod(shape)} ? buf : UOp::make(Ops::RESHAPE, u->dtype, {buf}, shape);
     out.keep_alive.push_back(u->ref());
-    if (prod(shape) == 0) continue;  // nothing to compute
+  }
+  std::vector<UOpRef> calls;
+  for (const std::vector<const UOp*>& group : kernel_groups(plan)) {
+    if (prod(group[0]->shape_or_throw()) == 0) continue;  // nothing to compute
     std::vector<UOpRef> bufs;
-    UOpRef kernel = renumber_ranges(KernelBuilder(plan, buffers, u).build(bufs));
+    UOpRef kernel = renumber_ranges(KernelBuilder(plan, buffers, group).build(bufs));
     std::vector<UOpRef> call_src{kernel};
     call_src.insert(call_src.end(), bufs.begin(), bufs.end());
     calls.push_back(UOp::make(Ops::CALL, dtypes::void_, std::move(call_src)));

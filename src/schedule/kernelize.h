@@ -26,4 +26,8 @@ struct Plan {
 
 Plan plan_kernels(const std::vector<UOpRef>& roots);
 
+// The realized nodes grouped into kernels, in the order the kernels run: mostly one node each;
+// same-shaped elementwise nodes reading each other as is share one (multi_output.cpp).
+std::vector<std::vector<const UOp*>> kernel_groups(const Plan& plan);
+
 }  // namespace kiln::schedule

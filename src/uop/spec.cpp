@@ -30,13 +30,17 @@ void verify_tensor_graph(const UOpRef& root) {
 void verify_kernel(const UOpRef& sink) {
   static constexpr OpSet allowed = group::Elementwise | OpSet{Ops::SINK, Ops::END, Ops::STORE, Ops::INDEX,
                                                               Ops::LOAD, Ops::PARAM, Ops::CONST, Ops::RANGE,
-                                                              Ops::REDUCE};
+                                                              Ops::REDUCE, Ops::GROUP};
   if (sink->op != Ops::SINK) reject("kernel", sink.get(), "a kernel is a SINK");
   for (const UOp* u : sink->toposort()) {
     if (!allowed.has(u->op)) reject("kernel", u, "not allowed in a kernel AST");
     switch (u->op) {
       case Ops::RANGE:
         if (u->src.empty() || u->src[0]->op != Ops::CONST || !is_index_int(u)) reject("kernel", u, "RANGE needs a constant index-typed size");
+        break;
+      case Ops::GROUP:  // the stores of a multi-output kernel
+        for (const UOpRef& s : u->src)
+          if (s->op != Ops::STORE) reject("kernel", u, "a GROUP in a kernel holds STOREs");
         break;
       case Ops::INDEX:
         if (u->src.size() < 2 || u->src[0]->op != Ops::PARAM || !is_index_int(u->src[1].get()))
