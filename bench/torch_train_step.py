@@ -1,6 +1,7 @@
 """PyTorch reference for bench/train_step.cpp: the same beautiful_mnist CNN and Adam step on the CPU,
 median ms per step over 5 steps after 2 warm-up steps. Appends its figure and the ratio to the
 results file kiln's benchmark wrote.   usage: torch_train_step.py RESULTS_FILE"""
+import os
 import sys
 import time
 
@@ -11,7 +12,7 @@ results = sys.argv[1]
 figures = dict(line.split() for line in open(results))
 batch = int(figures["train_step_batch"])
 torch.manual_seed(1)
-torch.set_num_threads(torch.get_num_threads())  # all cores, as kiln uses
+torch.set_num_threads(os.cpu_count())  # all cores, as kiln uses (Debian's torch may default to 1)
 
 model = nn.Sequential(
     nn.Conv2d(1, 32, 5), nn.ReLU(), nn.Conv2d(32, 32, 5), nn.ReLU(), nn.BatchNorm2d(32), nn.MaxPool2d(2),

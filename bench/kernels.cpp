@@ -1,0 +1,207 @@
+// Kernel benchmarks: each kiln figure next to a reference measured in this same run and their
+// ratio (speed ratio: above 1 means kiln is faster).
+//   matmul 256..2048        GFLOP/s against OpenBLAS cblas_sgemm on the same data (result checked)
+//   sum, fused elementwise  GB/s against a STREAM triad on all cores
+//   softmax (4096, 1024)    ms (bench/torch_kernels.py adds PyTorch's figure)
+//   conv2d 3x3              GFLOP/s against kiln's own matmul 1024
+//   dispatch latency        us per realize of tiny cached kernels
+//   compile                 cold (fresh KILN_CACHE) against cached realize of a new kernel
+// Writes `key value` lines to argv[1] (default bench/results/kernels.txt) and appends one JSON
+// line to the same path with the extension .jsonl.
+#include <kiln/kiln.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+
+#ifdef KILN_BENCH_HAVE_CBLAS
+#include <cblas.h>
+#endif
+
+using namespace kiln;
+using bench::best_kernel_seconds;
+using bench::best_wall_seconds;
+
+namespace {
+
+bench::Figures figures;
+
+// ---- matmul against OpenBLAS
+
+// Largest |kiln - reference| / |reference| over the elements, so a wrong kernel can't look fast.
+double max_relative_error(const std::vector<float>& got, const std::vector<float>& want) {
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); i++)
+    worst = std::max(worst, std::abs(double(got[i]) - want[i]) / std::max(std::abs(double(want[i])), 1e-6));
+  return worst;
+}
+
+double bench_matmul(int64_t n) {
+  Tensor x = Tensor::rand({n, n}).realize(), y = Tensor::rand({n, n}).realize();
+  const int reps = n >= 2048 ? 3 : 5;
+  const double flops = 2.0 * n * n * n;
+  double kiln_gflops = flops / best_kernel_seconds([&] { return x.matmul(y); }, reps) / 1e9;
+  const std::string key = "matmul_" + std::to_string(n);
+  figures.add(key + "_gflops", kiln_gflops);
+  std::printf("matmul %5lld float32        kiln %8.2f GFLOP/s", static_cast<long long>(n), kiln_gflops);
+#ifdef KILN_BENCH_HAVE_CBLAS
+  std::vector<float> a = x.to_vector<float>(), b = y.to_vector<float>(), c(a.size());
+  const int ni = static_cast<int>(n);
+  double t = best_wall_seconds(
+      [&] {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ni, ni, ni, 1.0f, a.data(), ni, b.data(), ni, 0.0f,
+                    c.data(), ni);
+      },
+      reps);
+  double blas_gflops = flops / t / 1e9;
+  double err = max_relative_error(x.matmul(y).to_vector<float>(), c);
+  figures.add("openblas_" + key + "_gflops", blas_gflops);
+  figures.add(key + "_vs_openblas", kiln_gflops / blas_gflops);
+  figures.add(key + "_max_rel_err", err);
+  std::printf("  OpenBLAS %8.2f GFLOP/s  ratio %.3f  max rel err %.1e%s\n", blas_gflops, kiln_gflops / blas_gflops,
+              err, err < 1e-3 ? "" : "  WRONG RESULT");
+#else
+  std::printf("  (OpenBLAS reference unavailable: built without cblas.h)\n");
+#endif
+  return kiln_gflops;
+}
+
+// ---- memory-bound kernels against a STREAM triad
+
+// a[i] = b[i] + s*c[i] on all cores: what the memory system gives a simple streaming loop.
+double triad_gbps(size_t n) {
+  std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
+  const float s = 3.0f;
+  double t = best_wall_seconds(
+      [&] {
+        bench::parallel_for(n, [&](size_t lo, size_t hi) {
+          for (size_t i = lo; i < hi; i++) a[i] = b[i] + s * c[i];
+        });
+      },
+      10);
+  return 3.0 * n * sizeof(float) / t / 1e9;  // two loads and one store
+}
+
+void bench_memory_bound() {
+  const int64_t n = 16 * 1024 * 1024;
+  Tensor a = Tensor::rand({n}).realize(), b = Tensor::rand({n}).realize(), c = Tensor::rand({n}).realize();
+  double t_sum = best_kernel_seconds([&] { return a.sum(); }, 10);
+  double t_ew = best_kernel_seconds([&] { return (a * b + c).relu() * 2.0f - 1.0f; }, 10);
+  double sum_gbps = 4.0 * n / t_sum / 1e9;      // one load per element
+  double ew_gbps = 4.0 * 4 * n / t_ew / 1e9;    // three loads and one store
+  double triad = triad_gbps(static_cast<size_t>(n));
+  std::printf("STREAM triad 16M, all cores  ref  %8.2f GB/s\n", triad);
+  std::printf("sum 16M float32              kiln %8.2f GB/s  (%.2f ms)  ratio to triad %.3f\n", sum_gbps, t_sum * 1e3,
+              sum_gbps / triad);
+  std::printf("(a*b+c).relu()*2-1 16M       kiln %8.2f GB/s  (%.2f ms)  ratio to triad %.3f\n", ew_gbps, t_ew * 1e3,
+              ew_gbps / triad);
+  figures.add("triad_gbps", triad);
+  figures.add("sum_16M_ms", t_sum * 1e3);
+  figures.add("sum_16M_gbps", sum_gbps);
+  figures.add("sum_16M_vs_triad", sum_gbps / triad);
+  figures.add("elementwise_16M_ms", t_ew * 1e3);
+  figures.add("elementwise_16M_gbps", ew_gbps);
+  figures.add("elementwise_16M_vs_triad", ew_gbps / triad);
+}
+
+// ---- softmax and conv2d
+
+void bench_softmax() {
+  Tensor x = Tensor::randn({4096, 1024}).realize();
+  double ms = best_kernel_seconds([&] { return x.softmax(-1); }, 10) * 1e3;
+  std::printf("softmax (4096, 1024)         kiln %8.2f ms\n", ms);
+  figures.add("softmax_4096x1024_ms", ms);
+}
+
+void bench_conv2d(double matmul_1024_gflops) {
+  Tensor x = Tensor::rand({32, 64, 56, 56}).realize(), w = Tensor::rand({64, 64, 3, 3}).realize();
+  double t = best_kernel_seconds([&] { return x.conv2d(w, {}, 1, 1); }, 3);
+  double gflops = 2.0 * 32 * 64 * 56 * 56 * 64 * 9 / t / 1e9;
+  std::printf("conv2d (32,64,56,56)x(64,64,3,3) pad 1  kiln %8.2f GFLOP/s  (%.1f ms)  ratio to kiln matmul 1024 %.3f\n",
+              gflops, t * 1e3, gflops / matmul_1024_gflops);
+  figures.add("conv2d_ms", t * 1e3);
+  figures.add("conv2d_gflops", gflops);
+  figures.add("conv2d_vs_matmul_1024", gflops / matmul_1024_gflops);
+}
+
+// ---- overheads: dispatch of cached tiny kernels, cold compile
+
+// Wall microseconds per realize of make(), averaged over many, after warm-up (compile, caches).
+template <class F>
+double us_per_realize(F make) {
+  for (int i = 0; i < 50; i++) make().realize();
+  const int iters = 2000;
+  auto t0 = bench::Clock::now();
+  for (int i = 0; i < iters; i++) make().realize();
+  return bench::seconds_since(t0) / iters * 1e6;
+}
+
+void bench_dispatch() {
+  Tensor a = Tensor::rand({4}).realize(), b = Tensor::rand({4}).realize();
+  double add_us = us_per_realize([&] { return a + b; });
+  double chain_us = us_per_realize([&] {
+    Tensor t = a;
+    for (int k = 0; k < 5; k++) t = t * b + a;  // two ops per step, fused into one kernel
+    return t;
+  });
+  std::printf("dispatch (a+b) on 4 floats   kiln %8.2f us per realize\n", add_us);
+  std::printf("dispatch 10-op chain, 4 fl.  kiln %8.2f us per realize\n", chain_us);
+  figures.add("dispatch_add_us", add_us);
+  figures.add("dispatch_chain10_us", chain_us);
+}
+
+// The first realize of a kernel no cache has seen (KILN_CACHE is a fresh folder, the constant is
+// random) against realizing the same graph again.
+void bench_compile() {
+  Tensor a = Tensor::rand({1024}).realize();
+  const float unique = 1.0f + static_cast<float>(std::random_device{}() % 1000000) * 1e-7f;
+  auto make = [&] { return (a * unique).exp2() + unique; };
+  auto t0 = bench::Clock::now();
+  make().realize();
+  double cold_ms = bench::seconds_since(t0) * 1e3;
+  t0 = bench::Clock::now();
+  make().realize();
+  double cached_ms = bench::seconds_since(t0) * 1e3;
+  std::printf("new small kernel             cold %8.2f ms  cached %.3f ms  cold/cached %.0f\n", cold_ms, cached_ms,
+              cold_ms / cached_ms);
+  figures.add("compile_cold_ms", cold_ms);
+  figures.add("compile_cached_ms", cached_ms);
+  figures.add("compile_cold_over_cached", cold_ms / cached_ms);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string out_path = argc > 1 ? argv[1] : "bench/results/kernels.txt";
+  // A fresh kernel cache before the first kiln call, so the compile figure is truly cold.
+  char cache_template[] = "/tmp/kiln-bench-cache-XXXXXX";
+  const char* cache = mkdtemp(cache_template);
+  if (!cache) {
+    std::perror("mkdtemp");
+    return 1;
+  }
+  setenv("KILN_CACHE", cache, 1);
+  Tensor::manual_seed(1);
+
+  bench_compile();
+  double mm_1024 = 0;
+  for (int64_t n : {256, 512, 1024, 2048}) {
+    double gflops = bench_matmul(n);
+    if (n == 1024) mm_1024 = gflops;
+  }
+  bench_memory_bound();
+  bench_softmax();
+  bench_conv2d(mm_1024);
+  bench_dispatch();
+
+  figures.write_text(out_path);
+  figures.append_json(std::filesystem::path(out_path).replace_extension(".jsonl").string(), "kernels");
+  std::filesystem::remove_all(cache);
+  return 0;
+}

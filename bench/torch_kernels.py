@@ -1,0 +1,63 @@
+"""PyTorch reference for bench/kernels.cpp, measured in the same run on the same machine: matmul
+1024, softmax (4096, 1024), sum of 16M floats (best wall time of several after a warm-up) and the
+dispatch latency of (a+b) on 4 elements (mean over many). Prints each next to kiln's figure and
+appends figures and speed ratios (above 1: kiln faster) to the results file kernels.cpp wrote, and
+one JSON line to the .jsonl beside it.   usage: torch_kernels.py RESULTS_FILE"""
+import json
+import os
+import sys
+import time
+
+import torch
+
+results = sys.argv[1]
+figures = dict((k, float(v)) for k, v in (line.split() for line in open(results)))
+torch.manual_seed(1)
+torch.set_num_threads(os.cpu_count())  # all cores, as kiln uses (Debian's torch may default to 1)
+
+
+def best_seconds(fn, reps):
+    fn()  # warm-up: allocations, thread pool
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+x, y = torch.rand(1024, 1024), torch.rand(1024, 1024)
+matmul_gflops = 2 * 1024**3 / best_seconds(lambda: x @ y, 5) / 1e9
+s = torch.randn(4096, 1024)
+softmax_ms = best_seconds(lambda: torch.softmax(s, -1), 10) * 1e3
+v = torch.rand(16 * 1024 * 1024)
+sum_gbps = 4 * v.numel() / best_seconds(lambda: v.sum(), 10) / 1e9
+a, b = torch.rand(4), torch.rand(4)
+for _ in range(50):
+    a + b
+iters = 2000
+t0 = time.perf_counter()
+for _ in range(iters):
+    a + b
+dispatch_us = (time.perf_counter() - t0) / iters * 1e6
+
+# (name, kiln figure, torch figure, unit, key suffix, speed ratio kiln/torch)
+rows = [
+    ("matmul_1024", figures["matmul_1024_gflops"], matmul_gflops, "GFLOP/s", "gflops",
+     figures["matmul_1024_gflops"] / matmul_gflops),
+    ("softmax_4096x1024", figures["softmax_4096x1024_ms"], softmax_ms, "ms", "ms",
+     softmax_ms / figures["softmax_4096x1024_ms"]),
+    ("sum_16M", figures["sum_16M_gbps"], sum_gbps, "GB/s", "gbps", figures["sum_16M_gbps"] / sum_gbps),
+    ("dispatch_add", figures["dispatch_add_us"], dispatch_us, "us", "us", dispatch_us / figures["dispatch_add_us"]),
+]
+added = {}
+print(f"PyTorch {torch.__version__}, {torch.get_num_threads()} threads (speed ratio: above 1 means kiln is faster)")
+for name, kiln, ref, unit, suffix, ratio in rows:
+    print(f"  {name:18} kiln {kiln:9.2f} {unit:7}  torch {ref:9.2f} {unit:7}  ratio {ratio:.3f}")
+    added[f"torch_{name}_{suffix}"] = ref
+    added[f"{name}_vs_torch"] = ratio
+with open(results, "a") as f:
+    f.writelines(f"{k} {v}\n" for k, v in added.items())
+with open(os.path.splitext(results)[0] + ".jsonl", "a") as f:
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    f.write(json.dumps({"time": stamp, "program": "torch_kernels", "torch": torch.__version__, **added}) + "\n")
