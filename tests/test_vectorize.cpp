@@ -61,6 +61,17 @@ TEST(Vectorize, NarrowOutputsVectorizeTheReducedAxis) {
   EXPECT_TRUE(kt::matches(d, ref::matmul(x, ref::transpose(y, 0, 1))));
 }
 
+TEST(Vectorize, RowSumsVectorizeAlongTheRow) {
+  // each output is a row apart from the next, so copies of the outputs would only gather: the row
+  // itself becomes the vector axis
+  ref::NdArray x = ref::random({33, 64}, 16);
+  Tensor s = kt::make(x).sum({1});
+  codegen::Program p = program_of(s);
+  EXPECT_TRUE(applied(p, "UNROLL")) << p.source;
+  EXPECT_TRUE(has(p.source, "*(float_x16*)(data1+")) << p.source;
+  EXPECT_TRUE(kt::matches(s, ref::sum(x, {1})));
+}
+
 TEST(Vectorize, PerLaneOpsReadTheLanesOfVectorResults) {
   // max and a select have no vector form in C: they run lane by lane on the vector accumulators
   ref::NdArray a = ref::random({16, 24}, 9), b = ref::random({24, 20}, 10);

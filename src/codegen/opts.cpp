@@ -158,6 +158,20 @@ std::vector<std::pair<const UOp*, int64_t>> choose_upcasts(const UOpRef& ast, in
   return picks;
 }
 
+// Whether a load in the reduction loop reads consecutive elements along r (its copies would be
+// one vector load).
+bool reads_neighbours(const UOpRef& ast, const UOp* r) {
+  for (const UOp* u : ast->toposort()) {
+    if (u->op != Ops::LOAD) continue;
+    const auto topo = address(u)->toposort();
+    const bool in_loop = std::any_of(topo.begin(), topo.end(), [](const UOp* x) {
+      return x->op == Ops::RANGE && info(x).type == AxisType::REDUCE;
+    });
+    if (in_loop && linear_coefficient(address(u), r) == 1) return true;
+  }
+  return false;
+}
+
 // Vector accumulators the register tile may use (AVX-512 has 32 registers; the loads need some).
 constexpr int64_t kMaxVectorAccumulators = 24;
 
@@ -226,12 +240,14 @@ UOpRef apply_opts(const UOpRef& ast, const Target& target, std::vector<std::stri
   // The first pick is applied last: copies vary fastest along it, so neighbouring statements read
   // neighbouring addresses and the C compiler can pack them into vectors.
   auto picks = choose_upcasts(k, threads, target.vector_bytes);
-  // UNROLL: when the outputs fill less than half a vector register, a reduced loop becomes the
-  // vector axis instead, and the register tile shrinks to fit its accumulators.
+  // UNROLL: when the outputs fill less than half a vector register, or no load reads neighbours
+  // along them (a row sum's rows are a row apart), a reduced loop becomes the vector axis instead,
+  // and the register tile shrinks to fit its accumulators.
   const int64_t lanes = target.vector_bytes / 4;
   const UOp* unroll = nullptr;
   int64_t unroll_amt = 0;
-  if (lanes > 1 && (picks.empty() || vector_lanes(k, picks[0].first, target.vector_bytes) < 2 || picks[0].second < lanes / 2)) {
+  if (lanes > 1 && (picks.empty() || vector_lanes(k, picks[0].first, target.vector_bytes) < 2 ||
+                    picks[0].second < lanes / 2 || !reads_neighbours(k, picks[0].first))) {
     unroll = reduce_vector_axis(k);
     if (unroll) {
       const int64_t n = range_size(unroll);
