@@ -4,6 +4,9 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <thread>
+#include <atomic>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -52,13 +55,81 @@ std::string pad(const std::string& s, size_t width) {
   return n >= width ? s : s + std::string(width - n, ' ');
 }
 
+// Compiled programs by (kernel AST, device, optimized?). The kernels a schedule still lacks are
+// generated one after the other, then compiled by parallel compiler processes: a cold training step
+// compiles a hundred kernels.
 class KernelCache {
  public:
   CompiledKernel& get(const UOpRef& ast, runtime::Device& dev) {
+    prepare({{ast, &dev}});
     std::lock_guard lock(mu_);
-    const bool optimize = env::get_int("NOOPT", 0) == 0;
-    auto key = std::make_tuple(ast.get(), dev.name(), optimize);
-    if (auto it = cache_.find(key); it != cache_.end()) return *it->second.second;
+    return *cache_.at(key_of(ast, dev)).second;
+  }
+
+  void prepare(const std::vector<std::pair<UOpRef, runtime::Device*>>& kernels) {
+    struct Pending {
+      Key key;
+      UOpRef ast;
+      runtime::Device* dev;
+      std::unique_ptr<CompiledKernel> kernel;
+      std::string binary;
+      double ms = 0;
+      bool compiled = false;
+      std::exception_ptr error;
+    };
+    std::vector<Pending> todo;
+    {
+      std::lock_guard lock(mu_);
+      std::set<Key> queued;
+      for (const auto& [ast, dev] : kernels) {
+        Key key = key_of(ast, *dev);
+        if (cache_.count(key) || !queued.insert(key).second) continue;
+        todo.push_back({key, ast, dev, generate(ast, *dev, std::get<2>(key)), {}, 0, false, nullptr});
+      }
+    }
+    if (todo.empty()) return;
+    auto compile = [](Pending& p) {
+      try {
+        auto before = runtime::compile_stats().compiled.load();
+        auto start = std::chrono::steady_clock::now();
+        p.binary = p.dev->compiler().compile(p.kernel->program.source);
+        p.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        p.compiled = runtime::compile_stats().compiled.load() > before;
+      } catch (...) {
+        p.error = std::current_exception();
+      }
+    };
+    const size_t workers = std::min<size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
+    std::atomic<size_t> next{0};
+    std::vector<std::thread> threads;
+    for (size_t w = 1; w < workers; w++)
+      threads.emplace_back([&] {
+        for (size_t i; (i = next++) < todo.size();) compile(todo[i]);
+      });
+    for (size_t i; (i = next++) < todo.size();) compile(todo[i]);
+    for (std::thread& t : threads) t.join();
+    std::lock_guard lock(mu_);
+    for (Pending& p : todo) {
+      if (p.error) std::rethrow_exception(p.error);
+      if (env::debug_level() >= 2) {
+        const std::string name = pad(p.kernel->program.display_name, 30);
+        if (p.compiled) fprintf(stderr, "*** %-6s compile %s compiled in %.1f ms\n", p.dev->name().c_str(), name.c_str(), p.ms);
+        else fprintf(stderr, "*** %-6s compile %s disk cache hit\n", p.dev->name().c_str(), name.c_str());
+      }
+      p.kernel->runtime = p.dev->load(p.binary, p.kernel->program.name);
+      cache_.emplace(p.key, std::make_pair(p.ast, std::move(p.kernel)));
+    }
+  }
+
+ private:
+  using Key = std::tuple<const UOp*, std::string, bool>;
+
+  static Key key_of(const UOpRef& ast, runtime::Device& dev) {
+    return {ast.get(), dev.name(), env::get_int("NOOPT", 0) == 0};
+  }
+
+  // Codegen for one kernel, printing its stages at DEBUG 3-6.
+  static std::unique_ptr<CompiledKernel> generate(const UOpRef& ast, runtime::Device& dev, bool optimize) {
     auto k = std::make_unique<CompiledKernel>();
     const int debug = env::debug_level();
     if (debug >= 5) fprintf(stderr, "%s", print_graph(ast).c_str());
@@ -74,27 +145,11 @@ class KernelCache {
         fprintf(stderr, "  %-8s %-10s %s\n", std::string(op_name(u->op)).c_str(), u->dtype.name().c_str(),
                 arg_to_string(u->arg).c_str());
     if (debug >= 4) fprintf(stderr, "%s\n", k->program.source.c_str());
-    auto before = runtime::compile_stats();
-    auto start = std::chrono::steady_clock::now();
-    std::string binary = dev.compiler().compile(k->program.source);
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (debug >= 2) {
-      if (runtime::compile_stats().compiled > before.compiled)
-        fprintf(stderr, "*** %-6s compile %s compiled in %.1f ms\n", dev.name().c_str(),
-                pad(k->program.display_name, 30).c_str(), ms);
-      else
-        fprintf(stderr, "*** %-6s compile %s disk cache hit\n", dev.name().c_str(), pad(k->program.display_name, 30).c_str());
-    }
-    k->runtime = dev.load(binary, k->program.name);
-    CompiledKernel& ref = *k;
-    cache_.emplace(key, std::make_pair(ast, std::move(k)));
-    return ref;
+    return k;
   }
 
- private:
   std::mutex mu_;
-  // by (kernel AST, device, optimized?)
-  std::map<std::tuple<const UOp*, std::string, bool>, std::pair<UOpRef, std::unique_ptr<CompiledKernel>>> cache_;
+  std::map<Key, std::pair<UOpRef, std::unique_ptr<CompiledKernel>>> cache_;
 };
 
 KernelCache& kernel_cache() {
@@ -106,6 +161,10 @@ KernelCache& kernel_cache() {
 
 void run_linear(const UOpRef& linear) {
   const int debug = env::debug_level();
+  std::vector<std::pair<UOpRef, runtime::Device*>> kernels;
+  for (const UOpRef& call : linear->src)
+    kernels.push_back({call->src[0], &runtime::get_device(call->src[1]->arg_as<BufferArg>().device)});
+  kernel_cache().prepare(kernels);
   for (const UOpRef& call : linear->src) {
     const UOpRef& ast = call->src[0];
     std::vector<void*> bufs;

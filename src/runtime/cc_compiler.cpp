@@ -120,9 +120,9 @@ std::string read_version(const std::vector<std::string>& command) {
   return versions.emplace(command, result.output).first->second;
 }
 
-Toolchain find_toolchain() {
+Toolchain look_up_toolchain(const std::string& cc) {
   Toolchain tc;
-  if (std::string cc = env::get_string("CC"); !cc.empty()) {
+  if (!cc.empty()) {
     std::istringstream words(cc);  // like make: CC may carry flags, e.g. "gcc -m64"
     for (std::string word; words >> word;) tc.command.push_back(word);
     if (tc.command.empty()) throw_error("CC is blank");
@@ -140,6 +140,18 @@ Toolchain find_toolchain() {
   }
   tc.version = read_version(tc.command);
   return tc;
+}
+
+// The toolchain for the current CC (and PATH), looked up once per value: asking the compiler for its version
+// is a process of its own, too slow to repeat for every kernel.
+Toolchain find_toolchain() {
+  static std::mutex mu;
+  static std::map<std::string, Toolchain> known;
+  const std::string cc = env::get_string("CC"), key = cc + '\0' + env::get_string("PATH");
+  std::lock_guard lock(mu);
+  auto it = known.find(key);
+  if (it == known.end()) it = known.emplace(key, look_up_toolchain(cc)).first;
+  return it->second;
 }
 
 fs::path cache_dir() {
