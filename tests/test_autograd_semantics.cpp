@@ -231,12 +231,13 @@ TEST(Fusion, GradientOfBothInputsIsFewKernels) {
 
 namespace {
 
-// y = x * x whose gradient is declared to be `factor` * grad instead of 2x * grad.
+// y = sum over axis 0 of x * x, whose gradient is declared to be `factor` * grad instead of 2x * grad.
 Tensor square_with_declared_gradient(const Tensor& x, double factor) {
-  Tensor y = x * x;
-  kiln::autograd::set_custom_gradient(y, {x}, [factor](const Tensor& g, const std::vector<bool>& wanted) {
+  Tensor y = (x * x).sum({0}, true);
+  kiln::Shape shape = x.shape();
+  kiln::autograd::set_custom_gradient(y, {x}, [factor, shape](const Tensor& g, const std::vector<bool>& wanted) {
     EXPECT_TRUE(wanted.at(0));
-    return std::vector<std::optional<Tensor>>{g * factor};
+    return std::vector<std::optional<Tensor>>{g.expand(shape) * factor};
   });
   return y;
 }
@@ -255,7 +256,7 @@ TEST(CustomGradient, IsForgottenWithItsNode) {
   NdArray xv = ref::random({5}, 32);
   Tensor x = f64(xv).requires_grad_();
   { Tensor y = square_with_declared_gradient(x, 3.0); }
-  Tensor y2 = x * x;
+  Tensor y2 = (x * x).sum({0}, true);
   EXPECT_TRUE(kt::matches(y2.sum().gradient({x})[0], scaled(xv, 2), kExact));
 }
 

@@ -67,10 +67,8 @@ int64_t upcast_amount(int64_t n, int64_t cap) {
 // The address of a LOAD (its INDEX without the validity gate).
 const UOp* address(const UOp* load) { return load->src[0]->src[1].get(); }
 
-// Which loads inside the reduction loops (the ones the inner loop pays for) read an address that
-// depends on each range.
-std::unordered_map<const UOp*, std::vector<bool>> load_dependence(const UOpRef& ast, size_t& n_loads) {
-  std::unordered_map<const UOp*, std::vector<bool>> out;
+// The loads inside the reduction loops: the ones the inner loop pays for.
+std::vector<const UOp*> loads_in_reduction(const UOpRef& ast) {
   std::vector<const UOp*> loads;
   for (const UOp* u : ast->toposort()) {
     if (u->op != Ops::LOAD) continue;
@@ -79,6 +77,13 @@ std::unordered_map<const UOp*, std::vector<bool>> load_dependence(const UOpRef& 
                     [](const UOp* r) { return r->op == Ops::RANGE && info(r).type == AxisType::REDUCE; }))
       loads.push_back(u);
   }
+  return loads;
+}
+
+// Which of those loads read an address that depends on each range.
+std::unordered_map<const UOp*, std::vector<bool>> load_dependence(const UOpRef& ast, size_t& n_loads) {
+  std::unordered_map<const UOp*, std::vector<bool>> out;
+  std::vector<const UOp*> loads = loads_in_reduction(ast);
   n_loads = loads.size();
   for (size_t i = 0; i < loads.size(); i++)
     for (const UOp* u : address(loads[i])->toposort())
@@ -161,15 +166,8 @@ std::vector<std::pair<const UOp*, int64_t>> choose_upcasts(const UOpRef& ast, in
 // Whether a load in the reduction loop reads consecutive elements along r (its copies would be
 // one vector load).
 bool reads_neighbours(const UOpRef& ast, const UOp* r) {
-  for (const UOp* u : ast->toposort()) {
-    if (u->op != Ops::LOAD) continue;
-    const auto topo = address(u)->toposort();
-    const bool in_loop = std::any_of(topo.begin(), topo.end(), [](const UOp* x) {
-      return x->op == Ops::RANGE && info(x).type == AxisType::REDUCE;
-    });
-    if (in_loop && linear_coefficient(address(u), r) == 1) return true;
-  }
-  return false;
+  const auto loads = loads_in_reduction(ast);
+  return std::any_of(loads.begin(), loads.end(), [&](const UOp* l) { return linear_coefficient(address(l), r) == 1; });
 }
 
 // Vector accumulators the register tile may use (AVX-512 has 32 registers; the loads need some).

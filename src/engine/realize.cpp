@@ -60,8 +60,8 @@ std::string pad(const std::string& s, size_t width) {
 // compiles a hundred kernels.
 class KernelCache {
  public:
+  // A kernel prepare() made ready (the dispatch path: one lookup).
   CompiledKernel& get(const UOpRef& ast, runtime::Device& dev) {
-    prepare({{ast, &dev}});
     std::lock_guard lock(mu_);
     return *cache_.at(key_of(ast, dev)).second;
   }
@@ -165,7 +165,8 @@ void run_linear(const UOpRef& linear) {
   for (const UOpRef& call : linear->src)
     kernels.push_back({call->src[0], &runtime::get_device(call->src[1]->arg_as<BufferArg>().device)});
   kernel_cache().prepare(kernels);
-  for (const UOpRef& call : linear->src) {
+  for (size_t c = 0; c < kernels.size(); c++) {
+    const UOpRef& call = linear->src[c];
     const UOpRef& ast = call->src[0];
     std::vector<void*> bufs;
     int64_t bytes = 0;
@@ -173,7 +174,7 @@ void run_linear(const UOpRef& linear) {
       bufs.push_back(buffer_address(*call->src[i]));
       bytes += static_cast<int64_t>(buffer_bytes(*call->src[i]));
     }
-    runtime::Device& dev = runtime::get_device(call->src[1]->arg_as<BufferArg>().device);
+    runtime::Device& dev = *kernels[c].second;
     CompiledKernel& k = kernel_cache().get(ast, dev);
     double seconds = k.runtime->launch(bufs, {}, k.program.threads, debug >= 2);
     GlobalCounters::kernel_count++;

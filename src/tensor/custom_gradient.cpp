@@ -16,8 +16,9 @@ struct Registry {
   static Registry& get() {
     static Registry* r = [] {
       auto* reg = new Registry;  // never destroyed: nodes may be freed during static destruction
-      // Every op a composite's output node may end in: reductions and the reshape after them.
-      for (Ops op : {Ops::REDUCE, Ops::RESHAPE, Ops::ADD, Ops::MUL})
+      // The ops a composite's output may end in: a reduction, or the reshape after it. (Every free
+      // of such a node runs this hook, so the list stays short.)
+      for (Ops op : {Ops::REDUCE, Ops::RESHAPE})
         on_uop_release(op, [reg](const UOp& u) {
           std::lock_guard lock(reg->mu);
           reg->entries.erase(&u);
@@ -32,9 +33,8 @@ struct Registry {
 
 void set_custom_gradient(const Tensor& out, std::vector<Tensor> inputs, CustomBackward backward) {
   const UOp* node = out.uop().get();
-  if (node->op != Ops::REDUCE && node->op != Ops::RESHAPE && node->op != Ops::ADD && node->op != Ops::MUL)
-    throw_error("set_custom_gradient: a custom gradient needs a REDUCE, RESHAPE, ADD or MUL node, got ",
-                op_name(node->op));
+  if (node->op != Ops::REDUCE && node->op != Ops::RESHAPE)
+    throw_error("set_custom_gradient: a custom gradient needs a REDUCE or RESHAPE node, got ", op_name(node->op));
   CustomGradient entry{{}, std::move(backward)};
   for (const Tensor& t : inputs) entry.inputs.push_back(t.uop());
   Registry& r = Registry::get();
