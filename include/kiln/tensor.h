@@ -1,6 +1,7 @@
 #pragma once
 // Tensor: a lazy handle over a UOp graph. Operations build graph nodes; nothing runs until
 // realize() or a readback. Copying a Tensor shares it (reference semantics, like torch::Tensor).
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -35,6 +36,10 @@ class Tensor {
   static Tensor zeros(Shape shape, DType dtype = dtypes::float32);
   static Tensor ones(Shape shape, DType dtype = dtypes::float32);
   static Tensor full(Shape shape, double value, DType dtype = dtypes::float32);
+  // Integer values stay exact (no trip through double, which rounds above 2^53).
+  static Tensor full(Shape shape, int64_t value, DType dtype = dtypes::float32);
+  template <std::integral I>
+  static Tensor full(Shape shape, I value, DType dtype = dtypes::float32);
   static Tensor empty(Shape shape, DType dtype = dtypes::float32);
   static Tensor arange(double start, double stop, double step = 1, DType dtype = dtypes::int32);
   static Tensor eye(int64_t n, DType dtype = dtypes::float32);
@@ -88,6 +93,9 @@ class Tensor {
   Tensor lt(const Tensor& o) const, gt(const Tensor& o) const, le(const Tensor& o) const,
       ge(const Tensor& o) const, eq(const Tensor& o) const, ne(const Tensor& o) const;
   Tensor logical_not() const;
+  // Bitwise ops on integers and bools (tinygrad's names).
+  Tensor bitwise_and(const Tensor& o) const, bitwise_or(const Tensor& o) const, bitwise_xor(const Tensor& o) const;
+  Tensor bitwise_not() const;
   Tensor where(const Tensor& if_true, const Tensor& if_false) const;  // this is the condition
   // The same with C++ scalars (converted as the arithmetic operators do).
   template <Scalar S> Tensor lt(S v) const;
@@ -214,6 +222,7 @@ class Tensor {
 
  private:
   Tensor alu(Ops op, std::vector<Tensor> srcs = {}) const;  // elementwise primitive, same shapes
+  Tensor bitwise(Ops op, const Tensor& o, const char* name) const;
   void set_uop(UOpRef uop) const;
   friend class TensorRegistry;
   std::shared_ptr<TensorImpl> impl_;
@@ -228,11 +237,18 @@ Tensor operator-(const Tensor& a);
 
 // A C++ scalar becomes a constant of the tensor's dtype unless it is a floating scalar on an
 // integer/bool tensor, which gives float32 (tinygrad's rule): `i * 3` stays int32, `i * 0.5` is float.
+template <std::integral I>
+Tensor Tensor::full(Shape shape, I value, DType dtype) {
+  // a uint64 above 2^63 keeps its bits for integer dtypes and its value for floats
+  if (std::is_unsigned_v<I> && dtype.is_float()) return full(std::move(shape), static_cast<double>(value), dtype);
+  return full(std::move(shape), static_cast<int64_t>(value), dtype);
+}
+
 template <Scalar S>
 Tensor scalar_like(const Tensor& t, S value) {
   DType dt = t.dtype();
   if (std::is_floating_point_v<S> && !dt.is_float()) dt = dtypes::default_float;
-  return Tensor::full(t.shape(), static_cast<double>(value), dt);
+  return Tensor::full(t.shape(), value, dt);
 }
 template <Scalar S> Tensor Tensor::lt(S v) const { return lt(scalar_like(*this, v)); }
 template <Scalar S> Tensor Tensor::gt(S v) const { return gt(scalar_like(*this, v)); }
@@ -247,7 +263,7 @@ template <Scalar S> Tensor Tensor::where(S t, const Tensor& f) const { return wh
 template <Scalar A, Scalar B> Tensor Tensor::where(A t, B f) const {
   using C = std::common_type_t<A, B>;
   DType dt = std::is_floating_point_v<C> ? dtypes::default_float : std::is_same_v<C, bool> ? dtypes::bool_ : dtypes::default_int;
-  return where(Tensor::full(shape(), static_cast<double>(t), dt), Tensor::full(shape(), static_cast<double>(f), dt));
+  return where(Tensor::full(shape(), t, dt), Tensor::full(shape(), f, dt));
 }
 
 template <Scalar S> Tensor operator+(const Tensor& a, S b) { return a + scalar_like(a, b); }

@@ -289,6 +289,8 @@ class CRenderer final : public Renderer {
       }
       default: throw_error("C renderer: cannot render ", op_name(u->op));
     }
+    // C computes 8- and 16-bit integers as int: wrap each result to its type, as storing it would.
+    if (u->dtype.is_int() && u->dtype.itemsize() < 4 && u->dtype.count == 1) return "((" + u->dtype.c_name() + ")" + e + ")";
     // 16-bit floats compute in float; round each result back to 16 bits.
     if (is_half(u->dtype) && u->op != Ops::WHERE)
       e = "kiln_" + half_suffix(u->dtype) + "_to_float(kiln_float_to_" + half_suffix(u->dtype) + "(" + e + "))";

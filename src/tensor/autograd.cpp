@@ -32,7 +32,7 @@ std::vector<std::shared_ptr<TensorImpl>> tensors_needing_grad(const UOp* root) {
   std::unordered_set<const UOp*> nodes = differentiable_nodes(root);
   std::vector<std::shared_ptr<TensorImpl>> out;
   for (auto& t : TensorRegistry::get().live())
-    if (t->requires_grad && nodes.count(t->uop.get())) out.push_back(std::move(t));
+    if (t->requires_grad && nodes.count(t->uop().get())) out.push_back(std::move(t));
   return out;
 }
 
@@ -82,12 +82,12 @@ Tensor& Tensor::backward(std::optional<Tensor> gradient) {
     throw_error("backward: nothing this tensor depends on requires a gradient (call requires_grad_() on the "
                 "parameters, or backward() before realizing the loss)");
   std::vector<const UOp*> nodes;
-  for (const auto& t : targets) nodes.push_back(t->uop.get());
+  for (const auto& t : targets) nodes.push_back(t->uop().get());
   auto grads = autograd::compute_gradient(*this, gradient->cast(dtype()), nodes);
   for (const auto& t : targets) {
-    auto g = grads.find(t->uop.get());
+    auto g = grads.find(t->uop().get());
     if (g == grads.end()) continue;  // reached only through integer ops
-    Tensor add = g->second.cast(t->uop->dtype);
+    Tensor add = g->second.cast(t->dtype);
     t->grad = t->grad ? *t->grad + add : add;
   }
   return *this;

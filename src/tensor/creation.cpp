@@ -55,14 +55,23 @@ Rng& rng() {
   return r;
 }
 
+// A scalar CONST broadcast to `shape` (a view: nothing is stored).
+Tensor broadcast_const(Shape shape, UOpRef c) {
+  DType dtype = c->dtype;
+  if (shape.empty()) return Tensor(c);
+  UOpRef ones = UOp::make(Ops::RESHAPE, dtype, {c}, Shape(shape.size(), 1));
+  return Tensor(UOp::make(Ops::EXPAND, dtype, {ones}, shape));
+}
+
 }  // namespace
 
 Tensor Tensor::full(Shape shape, double value, DType dtype) {
   check_shape(shape, "full");
-  UOpRef c = UOp::const_(dtype, value);
-  if (shape.empty()) return Tensor(c);
-  UOpRef ones = UOp::make(Ops::RESHAPE, dtype, {c}, Shape(shape.size(), 1));
-  return Tensor(UOp::make(Ops::EXPAND, dtype, {ones}, shape));
+  return broadcast_const(std::move(shape), UOp::const_(dtype, value));
+}
+Tensor Tensor::full(Shape shape, int64_t value, DType dtype) {
+  check_shape(shape, "full");
+  return broadcast_const(std::move(shape), UOp::const_int(dtype, value));
 }
 
 Tensor Tensor::zeros(Shape shape, DType dtype) { return full(std::move(shape), 0, dtype); }

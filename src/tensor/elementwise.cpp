@@ -114,8 +114,9 @@ Tensor Tensor::lt(const Tensor& o) const {
   return a.alu(Ops::CMPLT, {b});
 }
 Tensor Tensor::gt(const Tensor& o) const { return o.lt(*this); }
-Tensor Tensor::le(const Tensor& o) const { return gt(o).logical_not(); }
-Tensor Tensor::ge(const Tensor& o) const { return lt(o).logical_not(); }
+// Not "not greater": a NaN compares false every way (IEEE).
+Tensor Tensor::le(const Tensor& o) const { return lt(o).add(eq(o)); }
+Tensor Tensor::ge(const Tensor& o) const { return gt(o).add(eq(o)); }
 Tensor Tensor::eq(const Tensor& o) const {
   auto [a, b] = broadcast_with(o);
   return a.alu(Ops::CMPEQ, {b});
@@ -123,6 +124,19 @@ Tensor Tensor::eq(const Tensor& o) const {
 Tensor Tensor::ne(const Tensor& o) const {
   auto [a, b] = broadcast_with(o);
   return a.alu(Ops::CMPNE, {b});
+}
+
+Tensor Tensor::bitwise(Ops op, const Tensor& o, const char* name) const {
+  auto [a, b] = broadcast_with(o);
+  if (a.dtype().is_float()) throw_error(name, ": expected integer or bool tensors, got ", a.dtype().name());
+  return a.alu(op, {b});
+}
+Tensor Tensor::bitwise_and(const Tensor& o) const { return bitwise(Ops::AND, o, "bitwise_and"); }
+Tensor Tensor::bitwise_or(const Tensor& o) const { return bitwise(Ops::OR, o, "bitwise_or"); }
+Tensor Tensor::bitwise_xor(const Tensor& o) const { return bitwise(Ops::XOR, o, "bitwise_xor"); }
+Tensor Tensor::bitwise_not() const {
+  if (dtype().is_bool()) return logical_not();
+  return bitwise_xor(full(shape(), int64_t{-1}, dtype()));  // all ones in every integer width
 }
 
 Tensor Tensor::logical_not() const {
@@ -144,7 +158,8 @@ Tensor Tensor::clip(double lo, double hi) const {
 // ---- unary
 
 Tensor Tensor::neg() const { return dtype().is_bool() ? logical_not() : alu(Ops::NEG); }
-Tensor Tensor::relu() const { return gt(const_like(0)).where(*this, const_like(0)); }
+// NaN passes through (PyTorch); the gradient at 0 is 0.
+Tensor Tensor::relu() const { return le(const_like(0)).where(const_like(0), *this); }
 Tensor Tensor::exp2() const { return float_input(*this).alu(Ops::EXP2); }
 Tensor Tensor::log2() const { return float_input(*this).alu(Ops::LOG2); }
 Tensor Tensor::exp() const {
@@ -193,10 +208,12 @@ Tensor Tensor::ceil() const {
 }
 Tensor Tensor::round() const {  // halves go to the even neighbor, as NumPy and tinygrad do
   if (!dtype().is_float()) return *this;
-  Tensor up = (*this + const_like(0.5)).floor();
-  Tensor is_half = (*this + const_like(0.5)).eq(up);
-  Tensor odd = (up - (up * const_like(0.5)).floor() * const_like(2)).ne(const_like(0));
-  return (is_half.mul(odd)).where(up - const_like(1), up);
+  // x - trunc(x) is exact, unlike x + 0.5, which rounds for |x| near 2^23 (float32).
+  Tensor t = trunc();
+  Tensor frac = (*this - t).abs();
+  Tensor t_odd = (t - (t * const_like(0.5)).trunc() * const_like(2)).ne(const_like(0));
+  Tensor away = frac.gt(const_like(0.5)).add(frac.eq(const_like(0.5)).mul(t_odd));
+  return away.where(t + sign(), t);
 }
 
 Tensor Tensor::pow(double e) const {

@@ -1,5 +1,6 @@
 // Reductions: one primitive (REDUCE over axes, kept as size 1) and compositions of it.
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "kiln/error.h"
@@ -21,6 +22,14 @@ Tensor accumulate(const Tensor& x, Ops op, std::vector<int> axes, bool keepdim) 
   DType d = x.dtype();
   if (d.is_float() && d.itemsize() == 2) return x.cast(dtypes::float32).reduce(op, std::move(axes), keepdim).cast(d);
   return x.cast(sum_dtype(d)).reduce(op, std::move(axes), keepdim);
+}
+
+// An order-reversing bijection of the dtype's values, so min(x) is its inverse of max of it:
+// -x for floats, ~x for integers (-x overflows at a signed type's minimum), not for bools.
+Tensor reverse_order(const Tensor& x) {
+  if (x.dtype().is_bool()) return x.logical_not();
+  if (x.dtype().is_float()) return x.neg();
+  return x.bitwise_not();
 }
 
 }  // namespace
@@ -49,14 +58,7 @@ Tensor Tensor::prod(std::vector<int> axes, bool keepdim) const { return accumula
 Tensor Tensor::max(std::vector<int> axes, bool keepdim) const { return reduce(Ops::MAX, std::move(axes), keepdim); }
 
 Tensor Tensor::min(std::vector<int> axes, bool keepdim) const {
-  // min(x) = -max(-x), with the negation that fits the dtype (unsigned: bitwise complement)
-  if (dtype().is_bool()) return logical_not().max(std::move(axes), keepdim).logical_not();
-  if (dtype().is_unsigned()) {
-    Tensor top = const_like(dtype().max_value());
-    Tensor m = (top - *this).max(std::move(axes), keepdim);
-    return m.const_like(dtype().max_value()) - m;
-  }
-  return neg().max(std::move(axes), keepdim).neg();
+  return reverse_order(reverse_order(*this).max(std::move(axes), keepdim));
 }
 
 Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
@@ -83,11 +85,7 @@ Tensor Tensor::argmax(int axis, bool keepdim) const {
   return first.const_like(static_cast<double>(n)) - first;
 }
 
-Tensor Tensor::argmin(int axis, bool keepdim) const {
-  if (dtype().is_bool()) return logical_not().argmax(axis, keepdim);
-  if (dtype().is_unsigned()) return (const_like(dtype().max_value()) - *this).argmax(axis, keepdim);
-  return neg().argmax(axis, keepdim);
-}
+Tensor Tensor::argmin(int axis, bool keepdim) const { return reverse_order(*this).argmax(axis, keepdim); }
 
 Tensor Tensor::softmax(int axis) const {
   int a = normalize_axis(axis);
@@ -106,7 +104,10 @@ Tensor Tensor::log_softmax(int axis) const {
 Tensor Tensor::logsumexp(int axis, bool keepdim) const {
   int a = normalize_axis(axis);
   Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
+  // Shift by the max for range, but not by an infinite one: inf - inf would be NaN, where the
+  // answer is +-inf (PyTorch).
   Tensor m = x.max({a}, true);
+  m = m.abs().eq(INFINITY).where(0.0, m);
   Tensor lse = (x - m).exp().sum({a}, true).log() + m;
   return keepdim ? lse : lse.squeeze(a);
 }

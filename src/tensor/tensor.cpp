@@ -38,9 +38,15 @@ std::vector<std::shared_ptr<TensorImpl>> TensorRegistry::live() {
 void TensorRegistry::apply(const std::unordered_map<const UOp*, UOpRef>& becomes) {
   if (becomes.empty()) return;
   for (const auto& t : live()) {
-    if (auto it = becomes.find(t->uop.get()); it != becomes.end()) t->uop = it->second;
-    else if (!schedule::is_buffer_view(t->uop.get())) t->uop = substitute(t->uop, becomes);
+    UOpRef u = t->uop();
+    if (auto it = becomes.find(u.get()); it != becomes.end()) t->set_uop(it->second);
+    else if (!schedule::is_buffer_view(u.get())) t->set_uop(substitute(u, becomes));
   }
+}
+
+std::recursive_mutex& realize_mutex() {
+  static std::recursive_mutex* m = new std::recursive_mutex();  // tensors may be read during static teardown
+  return *m;
 }
 
 // ---- handles
@@ -58,29 +64,34 @@ template <> DType dtype_of<uint64_t>() { return dtypes::uint64; }
 template <> DType dtype_of<float>() { return dtypes::float32; }
 template <> DType dtype_of<double>() { return dtypes::float64; }
 
-Tensor::Tensor(UOpRef uop) : impl_(std::make_shared<TensorImpl>()) {
+namespace {
+UOpRef checked(UOpRef uop) {
   if (!uop || !uop->shape()) throw_error("Tensor: expected a tensor-graph UOp with a shape");
   // Under no_grad no gradient graph is recorded: what is computed is detached (data read from
   // buffers and constants carries no graph anyway).
   const bool computed = uop->op != Ops::BUFFER && uop->op != Ops::CONST && uop->op != Ops::DETACH &&
                         !schedule::is_buffer_view(uop.get());
-  if (no_grad && computed) uop = UOp::make(Ops::DETACH, uop->dtype, {uop});
-  impl_->uop = std::move(uop);
+  if (Tensor::no_grad && computed) uop = UOp::make(Ops::DETACH, uop->dtype, {uop});
+  return uop;
+}
+}  // namespace
+
+Tensor::Tensor(UOpRef uop) : impl_(std::make_shared<TensorImpl>(checked(std::move(uop)))) {
   impl_->grad_enabled = !no_grad;
   TensorRegistry::get().add(impl_);
 }
 
 Tensor::Tensor(std::vector<float> values) : Tensor(from_vector(std::move(values), Shape{-1})) {}
 
-void Tensor::set_uop(UOpRef uop) const { impl_->uop = std::move(uop); }
-UOpRef Tensor::uop() const { return impl_->uop; }
-const Shape& Tensor::shape() const { return *impl_->uop->shape(); }
-DType Tensor::dtype() const { return impl_->uop->dtype; }
+void Tensor::set_uop(UOpRef uop) const { impl_->set_uop(std::move(uop)); }
+UOpRef Tensor::uop() const { return impl_->uop(); }
+const Shape& Tensor::shape() const { return impl_->shape; }
+DType Tensor::dtype() const { return impl_->dtype; }
 int64_t Tensor::numel() const { return kiln::prod(shape()); }
 int64_t Tensor::ndim() const { return static_cast<int64_t>(shape().size()); }
 
 std::string Tensor::device() const {
-  for (const UOp* u : impl_->uop->toposort())
+  for (const UOp* u : uop()->toposort())
     if (u->op == Ops::BUFFER) return u->arg_as<BufferArg>().device;
   return engine::default_device();
 }
@@ -94,6 +105,7 @@ Tensor tensor_from_bytes(const void* data, size_t bytes, DType dtype, Shape shap
 }
 
 void tensor_to_bytes(const Tensor& t, void* dst, size_t bytes) {
+  std::lock_guard lock(realize_mutex());
   Tensor realized = t;
   realized.realize();
   const UOp* base = realized.uop().get();
@@ -121,6 +133,7 @@ Tensor& Tensor::realize() {
 }
 
 void Tensor::realize(const std::vector<Tensor>& tensors) {
+  std::lock_guard lock(realize_mutex());
   std::vector<UOpRef> roots;
   for (const Tensor& t : tensors) roots.push_back(t.uop());
   schedule::Schedule s = engine::realize(roots);
@@ -128,7 +141,7 @@ void Tensor::realize(const std::vector<Tensor>& tensors) {
 }
 
 std::vector<ScheduleItem> Tensor::schedule() const {
-  return schedule::schedule_items(schedule::create_schedule({impl_->uop}).linear);
+  return schedule::schedule_items(schedule::create_schedule({uop()}).linear);
 }
 
 template <class T>

@@ -11,11 +11,32 @@
 namespace kiln {
 
 struct TensorImpl {
-  UOpRef uop;
+  explicit TensorImpl(UOpRef u) : shape(*u->shape()), dtype(u->dtype), uop_(std::move(u)) {}
+  // The graph this tensor stands for. A realize in any thread may swap it for its result, so it is
+  // read and written under a lock; the shape and dtype never change.
+  UOpRef uop() const {
+    std::lock_guard lock(mu_);
+    return uop_;
+  }
+  void set_uop(UOpRef u) {
+    std::lock_guard lock(mu_);
+    std::swap(uop_, u);  // the old graph is released after the lock
+  }
+
+  const Shape shape;
+  const DType dtype;
   bool requires_grad = false;  // set on leaves by requires_grad_()
   bool grad_enabled = true;    // false when made under Tensor::no_grad
   std::optional<Tensor> grad;
+
+ private:
+  mutable std::mutex mu_;
+  UOpRef uop_;
 };
+
+// Held while realizing and reading back: realize rewrites the live tensors' graphs, and two
+// threads realizing one shared graph would otherwise compute it twice and race on the rewrite.
+std::recursive_mutex& realize_mutex();
 
 // Every live tensor, so that realizing one makes all tensors sharing its computation use the
 // result (tinygrad's all_tensors).

@@ -298,16 +298,23 @@ UOpRef UOp::const_(DType dtype, double value) {
   // Integers wrap like a C conversion to the dtype (through a 64-bit integer).
   int64_t iv = value >= 9.2233720368547758e18 ? static_cast<int64_t>(static_cast<uint64_t>(value))
                                                : static_cast<int64_t>(std::max(value, -9.2233720368547758e18));
-  switch (s.scalar) {
-    case ScalarType::Int8: iv = static_cast<int8_t>(iv); break;
-    case ScalarType::Int16: iv = static_cast<int16_t>(iv); break;
-    case ScalarType::Int32: iv = static_cast<int32_t>(iv); break;
-    case ScalarType::UInt8: iv = static_cast<uint8_t>(iv); break;
-    case ScalarType::UInt16: iv = static_cast<uint16_t>(iv); break;
-    case ScalarType::UInt32: iv = static_cast<uint32_t>(iv); break;
+  return const_int(dtype, iv);
+}
+
+UOpRef UOp::const_int(DType dtype, int64_t value) {
+  DType s = dtype.base();
+  if (s.is_float()) return make(Ops::CONST, dtype, {}, ConstFloat{static_cast<double>(value)});
+  if (s.is_bool()) return make(Ops::CONST, dtype, {}, int64_t{value != 0});
+  switch (s.scalar) {  // wrap like a C conversion to the dtype
+    case ScalarType::Int8: value = static_cast<int8_t>(value); break;
+    case ScalarType::Int16: value = static_cast<int16_t>(value); break;
+    case ScalarType::Int32: value = static_cast<int32_t>(value); break;
+    case ScalarType::UInt8: value = static_cast<uint8_t>(value); break;
+    case ScalarType::UInt16: value = static_cast<uint16_t>(value); break;
+    case ScalarType::UInt32: value = static_cast<uint32_t>(value); break;
     default: break;
   }
-  return make(Ops::CONST, dtype, {}, iv);
+  return make(Ops::CONST, dtype, {}, value);
 }
 
 UOpRef UOp::sink(std::vector<UOpRef> src) { return make(Ops::SINK, dtypes::void_, std::move(src)); }

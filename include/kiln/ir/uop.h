@@ -111,6 +111,7 @@ class UOp {
   // The only way to create a UOp: returns the live node with this (op, dtype, src, arg) if any.
   static UOpRef make(Ops op, DType dtype, std::vector<UOpRef> src = {}, Arg arg = {});
   static UOpRef const_(DType dtype, double value);   // CONST scalar (value converted to dtype)
+  static UOpRef const_int(DType dtype, int64_t value);  // the same, exact for 64-bit integers
   static UOpRef sink(std::vector<UOpRef> src);
 
   UOpRef ref() const;                                 // a new handle to this node
