@@ -179,6 +179,26 @@ TEST(Logsumexp, Infinities) {
   EXPECT_NEAR(rows[1], 2 + std::log(1 + std::exp(-1.0)), 1e-6);
 }
 
+// ---- bitwise ops (min of integers is built on bitwise_not)
+
+TEST(Bitwise, MatchesCxxOperators) {
+  std::vector<int16_t> a{0x0f0f, -1, 12345, INT16_MIN}, b{0x00ff, 0x1234, -77, 1};
+  std::vector<int16_t> band, bor, bxor, bnot;
+  for (size_t i = 0; i < a.size(); i++) {
+    band.push_back(static_cast<int16_t>(a[i] & b[i]));
+    bor.push_back(static_cast<int16_t>(a[i] | b[i]));
+    bxor.push_back(static_cast<int16_t>(a[i] ^ b[i]));
+    bnot.push_back(static_cast<int16_t>(~a[i]));
+  }
+  EXPECT_EQ(vec(a).bitwise_and(vec(b)).to_vector<int16_t>(), band);
+  EXPECT_EQ(vec(a).bitwise_or(vec(b)).to_vector<int16_t>(), bor);
+  EXPECT_EQ(vec(a).bitwise_xor(vec(b)).to_vector<int16_t>(), bxor);
+  EXPECT_EQ(vec(a).bitwise_not().to_vector<int16_t>(), bnot);
+  EXPECT_EQ(vec<uint64_t>({0, 5}).bitwise_not().to_vector<uint64_t>(), (std::vector<uint64_t>{~uint64_t{0}, ~uint64_t{5}}));
+  EXPECT_EQ(vec<bool>({true, false}).bitwise_not().to_vector<bool>(), (std::vector<bool>{false, true}));
+  EXPECT_THROW(vec<float>({1}).bitwise_and(vec<float>({1})), kiln::Error);
+}
+
 // ---- one lazy tensor read from several threads at once
 
 TEST(Threads, SharedLazyTensorReadConcurrently) {
