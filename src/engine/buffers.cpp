@@ -1,5 +1,6 @@
 #include "engine/buffers.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -54,17 +55,17 @@ struct Store {
   }
 };
 
-void free_allocation(const UOp& buffer);
-
 Store& store() {
   static Store* s = [] {
-    on_uop_release(Ops::BUFFER, free_allocation);
+    on_uop_release(Ops::BUFFER, release_memory);
     return new Store();  // never destroyed: BUFFERs may be released during static teardown
   }();
   return *s;
 }
 
-void free_allocation(const UOp& buffer) {
+}  // namespace
+
+void release_memory(const UOp& buffer) {
   if (buffer.arg_as<BufferArg>().device == "REG") return;
   Store& s = store();
   std::lock_guard lock(s.mu);
@@ -77,8 +78,6 @@ void free_allocation(const UOp& buffer) {
   if (env::debug_level() >= 7) fprintf(stderr, "free buffer %lld (%zu bytes)\n", (long long)it->first, it->second.bytes);
   s.by_id.erase(it);
 }
-
-}  // namespace
 
 size_t buffer_bytes(const UOp& buffer) {
   return static_cast<size_t>(buffer.arg_as<BufferArg>().size) * buffer.dtype.itemsize();
@@ -95,6 +94,7 @@ void* buffer_address(const UOp& buffer) {
   size_t bytes = buffer_bytes(buffer);
   void* ptr = s.take(dev, bytes);
   GlobalCounters::mem_used += static_cast<int64_t>(bytes);
+  GlobalCounters::mem_peak = std::max(GlobalCounters::mem_peak, GlobalCounters::mem_used);
   if (env::debug_level() >= 7) fprintf(stderr, "alloc buffer %lld (%zu bytes) on %s\n", (long long)arg.id, bytes, arg.device.c_str());
   s.by_id.emplace(arg.id, Allocation{&dev, ptr, bytes});
   return ptr;

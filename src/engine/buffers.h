@@ -10,6 +10,9 @@ namespace kiln::engine {
 // The device address of `buffer`'s memory, allocating it if needed.
 void* buffer_address(const UOp& buffer);
 size_t buffer_bytes(const UOp& buffer);
+// Gives `buffer`'s memory back for reuse now (the memory planner: its last reader has run); it is
+// also given back when the BUFFER UOp dies.
+void release_memory(const UOp& buffer);
 void copyin(const UOp& buffer, const void* src, size_t bytes);
 void copyout(const UOp& buffer, void* dst, size_t bytes);
 

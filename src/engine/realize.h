@@ -1,18 +1,32 @@
 #pragma once
 // The engine pairs the stages: schedule → codegen → renderer → runtime. It compiles each kernel
 // once per process (and the runtime's disk cache makes that once per machine), then launches.
+#include <unordered_set>
 #include <vector>
 
+#include "engine/kernel_cache.h"
 #include "kiln/ir/uop.h"
 #include "schedule/schedule.h"
 
 namespace kiln::engine {
 
+// One launch: a compiled kernel and the BUFFERs bound to its PARAMs.
+struct KernelCall {
+  CompiledKernel* kernel;
+  runtime::Device* device;
+  std::vector<UOpRef> buffers;
+};
+
 // Schedules `roots` (tensor-graph nodes), runs the kernels, and returns what each realized node
 // became (views of the new buffers).
 schedule::Schedule realize(const std::vector<UOpRef>& roots);
 
-// Runs a LINEAR of CALLs: allocates their buffers, compiles (cached) and launches each kernel.
-void run_linear(const UOpRef& linear);
+// Launches `calls` in order. Buffers they write that `keep` does not hold are intermediates: their
+// memory is reused as soon as their last reader has run (the memory planner).
+void run_calls(const std::vector<KernelCall>& calls, const std::unordered_set<const UOp*>& keep);
+
+// While a sink is set, every call run_calls launches is also appended to it (JIT capture).
+void set_capture(std::vector<KernelCall>* sink);
+bool capturing();
 
 }  // namespace kiln::engine

@@ -1,0 +1,170 @@
+#include "engine/kernel_cache.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <tuple>
+
+#include "kiln/error.h"
+#include "kiln/ir/pattern_matcher.h"
+#include "runtime/compiler.h"
+#include "support/env.h"
+
+namespace kiln::engine {
+namespace {
+
+// Which PARAMs `ast` stores into.
+std::vector<bool> written_params(const UOpRef& ast) {
+  std::vector<bool> writes;
+  for (const UOp* u : ast->toposort()) {
+    if (u->op != Ops::STORE) continue;
+    const UOp* target = u->src[0].get();
+    while (target->op != Ops::PARAM && !target->src.empty()) target = target->src[0].get();
+    if (target->op != Ops::PARAM) continue;
+    size_t i = static_cast<size_t>(target->arg_as<int64_t>());
+    if (writes.size() <= i) writes.resize(i + 1, false);
+    writes[i] = true;
+  }
+  return writes;
+}
+
+// Visible width of a string that may hold ANSI color codes.
+size_t visible_length(const std::string& s) {
+  size_t n = 0;
+  for (size_t i = 0; i < s.size(); i++) {
+    if (s[i] == '\033') {
+      while (i < s.size() && s[i] != 'm') i++;
+      continue;
+    }
+    n++;
+  }
+  return n;
+}
+
+
+// Compiled programs by (kernel AST, device, optimized?). The kernels a schedule still lacks are
+// generated one after the other, then compiled by parallel compiler processes: a cold training step
+// compiles a hundred kernels.
+class KernelCache {
+ public:
+  // A kernel prepare() made ready (the dispatch path: one lookup).
+  CompiledKernel& get(const UOpRef& ast, runtime::Device& dev) {
+    std::lock_guard lock(mu_);
+    return *cache_.at(key_of(ast, dev)).second;
+  }
+
+  void prepare(const std::vector<std::pair<UOpRef, runtime::Device*>>& kernels) {
+    struct Pending {
+      Key key;
+      UOpRef ast;
+      runtime::Device* dev;
+      std::unique_ptr<CompiledKernel> kernel;
+      std::string binary;
+      double ms = 0;
+      bool compiled = false;
+      std::exception_ptr error;
+    };
+    std::vector<Pending> todo;
+    {
+      std::lock_guard lock(mu_);
+      std::set<Key> queued;
+      for (const auto& [ast, dev] : kernels) {
+        Key key = key_of(ast, *dev);
+        if (cache_.count(key) || !queued.insert(key).second) continue;
+        todo.push_back({key, ast, dev, generate(ast, *dev, std::get<2>(key)), {}, 0, false, nullptr});
+      }
+    }
+    if (todo.empty()) return;
+    auto compile = [](Pending& p) {
+      try {
+        auto before = runtime::compile_stats().compiled.load();
+        auto start = std::chrono::steady_clock::now();
+        p.binary = p.dev->compiler().compile(p.kernel->program.source);
+        p.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        p.compiled = runtime::compile_stats().compiled.load() > before;
+      } catch (...) {
+        p.error = std::current_exception();
+      }
+    };
+    const size_t workers = std::min<size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
+    std::atomic<size_t> next{0};
+    std::vector<std::thread> threads;
+    for (size_t w = 1; w < workers; w++)
+      threads.emplace_back([&] {
+        for (size_t i; (i = next++) < todo.size();) compile(todo[i]);
+      });
+    for (size_t i; (i = next++) < todo.size();) compile(todo[i]);
+    for (std::thread& t : threads) t.join();
+    std::lock_guard lock(mu_);
+    for (Pending& p : todo) {
+      if (p.error) std::rethrow_exception(p.error);
+      if (env::debug_level() >= 2) {
+        const std::string name = pad(p.kernel->program.display_name, 30);
+        if (p.compiled) fprintf(stderr, "*** %-6s compile %s compiled in %.1f ms\n", p.dev->name().c_str(), name.c_str(), p.ms);
+        else fprintf(stderr, "*** %-6s compile %s disk cache hit\n", p.dev->name().c_str(), name.c_str());
+      }
+      p.kernel->runtime = p.dev->load(p.binary, p.kernel->program.name);
+      cache_.emplace(p.key, std::make_pair(p.ast, std::move(p.kernel)));
+    }
+  }
+
+ private:
+  using Key = std::tuple<const UOp*, std::string, bool>;
+
+  static Key key_of(const UOpRef& ast, runtime::Device& dev) {
+    return {ast.get(), dev.name(), env::get_int("NOOPT", 0) == 0};
+  }
+
+  // Codegen for one kernel, printing its stages at DEBUG 3-6.
+  static std::unique_ptr<CompiledKernel> generate(const UOpRef& ast, runtime::Device& dev, bool optimize) {
+    auto k = std::make_unique<CompiledKernel>();
+    engine_stats().kernels_generated++;
+    k->writes = written_params(ast);
+    const int debug = env::debug_level();
+    if (debug >= 5) fprintf(stderr, "%s", print_graph(ast).c_str());
+    codegen::Target target{&renderer::c_renderer(), dev.max_threads(), optimize, dev.vector_bytes()};
+    k->program = codegen::to_program(ast, target);
+    if (debug >= 3) {
+      fprintf(stderr, "%s opts:", k->program.display_name.c_str());
+      for (const std::string& o : k->program.opts) fprintf(stderr, " %s", o.c_str());
+      fprintf(stderr, "\n");
+    }
+    if (debug >= 6)
+      for (const UOpRef& u : k->program.linear)
+        fprintf(stderr, "  %-8s %-10s %s\n", std::string(op_name(u->op)).c_str(), u->dtype.name().c_str(),
+                arg_to_string(u->arg).c_str());
+    if (debug >= 4) fprintf(stderr, "%s\n", k->program.source.c_str());
+    return k;
+  }
+
+  std::mutex mu_;
+  std::map<Key, std::pair<UOpRef, std::unique_ptr<CompiledKernel>>> cache_;
+};
+
+KernelCache& kernel_cache() {
+  static KernelCache* c = new KernelCache();  // programs stay loaded until exit
+  return *c;
+}
+
+}  // namespace
+
+std::string pad(const std::string& s, size_t width) {
+  size_t n = visible_length(s);
+  return n >= width ? s : s + std::string(width - n, ' ');
+}
+
+void prepare_kernels(const std::vector<std::pair<UOpRef, runtime::Device*>>& kernels) { kernel_cache().prepare(kernels); }
+
+CompiledKernel& compiled_kernel(const UOpRef& ast, runtime::Device& dev) { return kernel_cache().get(ast, dev); }
+
+EngineStats& engine_stats() {
+  static EngineStats s;
+  return s;
+}
+
+
+}  // namespace kiln::engine

@@ -1,0 +1,37 @@
+#pragma once
+// Compiled programs, by (kernel AST, device, optimized?): codegen and compilation happen once per
+// kernel per process (and the runtime's disk cache makes compiling once per machine).
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "codegen/codegen.h"
+#include "runtime/device.h"
+
+namespace kiln::engine {
+
+struct CompiledKernel {
+  codegen::Program program;
+  std::unique_ptr<runtime::Program> runtime;
+  std::vector<bool> writes;  // per PARAM: does the kernel store into it (an output)?
+};
+
+// Generates and compiles the kernels not compiled yet; the compiler processes run in parallel.
+void prepare_kernels(const std::vector<std::pair<UOpRef, runtime::Device*>>& kernels);
+// A kernel prepare_kernels made ready (the dispatch path: one lookup).
+CompiledKernel& compiled_kernel(const UOpRef& ast, runtime::Device& dev);
+
+// Work the engine has done since the process started; a JIT replay adds nothing to the first two.
+struct EngineStats {
+  std::atomic<int64_t> schedules{0};          // graphs scheduled (a schedule-cache hit counts)
+  std::atomic<int64_t> kernels_generated{0};  // kernels through codegen
+};
+EngineStats& engine_stats();
+
+// `s` padded with spaces to `width` visible characters (kernel names carry ANSI colors).
+std::string pad(const std::string& s, size_t width);
+
+}  // namespace kiln::engine
