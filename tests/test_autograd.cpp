@@ -92,6 +92,13 @@ std::vector<Case> elementwise_cases() {
       {"clip", {away_from_zero({3, 5}, 0.1, 1)}, [](const Ts& v) { return (v[0] * 2.0).clip(-0.5, 1.0); }},
       {"chain", {rnd({3, 5}), rnd({3, 5})},
        [](const Ts& v) { return ((v[0] * v[1]).exp() + v[0]).sigmoid() * (v[1] - v[0]).tanh(); }},
+      // floor division is piecewise constant: it adds nothing to the gradient of the product (which
+      // connects both inputs to the loss); a % b = a - floor(a / b) * b has gradient 1 for a and
+      // -floor(a / b) for b
+      {"idiv", {rnd({3, 5}, -3, 3), away_from_zero({3, 5}, 0.5, 2)},
+       [](const Ts& v) { return v[0].idiv(v[1]) * (v[0] + v[1]); }},
+      {"mod", {rnd({3, 5}, -3, 3), away_from_zero({3, 5}, 0.5, 2)}, [](const Ts& v) { return v[0].mod(v[1]); }},
+      {"mod_scalar", {rnd({3, 5}, -3, 3)}, [](const Ts& v) { return v[0] % 0.75; }},
   };
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -155,6 +156,34 @@ TEST(Creation, Arange) {
   Tensor none = Tensor::arange(0, 0);
   EXPECT_EQ(none.shape(), (Shape{0}));
   EXPECT_TRUE(none.to_vector<int32_t>().empty());
+}
+
+// Without a dtype, a fractional start, stop or step gives float32 (tinygrad), not int32 zeros; the
+// length is ceil((stop - start) / step), as NumPy's.
+TEST(Creation, ArangeInfersFloatFromFractions) {
+  Tensor quarters = Tensor::arange(0, 1, 0.25);
+  EXPECT_EQ(quarters.dtype(), dtypes::float32);
+  EXPECT_TRUE(kt::matches(quarters, NdArray({4}, {0, 0.25, 0.5, 0.75})));
+  EXPECT_TRUE(kt::matches(Tensor::arange(0, 1, 0.3), NdArray({4}, {0, 0.3, 0.6, 0.9})));
+  EXPECT_TRUE(kt::matches(Tensor::arange(0.5, 3), NdArray({3}, {0.5, 1.5, 2.5})));
+  EXPECT_TRUE(kt::matches(Tensor::arange(1, 2.5), NdArray({2}, {1, 2})));
+  EXPECT_EQ(Tensor::arange(1, 2.5).dtype(), dtypes::float32);
+  EXPECT_TRUE(kt::matches(Tensor::arange(2, -1, -1.5), NdArray({2}, {2, 0.5})));
+  EXPECT_EQ(Tensor::arange(0, 6, 2).dtype(), dtypes::int32);
+  // an explicit dtype wins, even when it truncates
+  Tensor truncated = Tensor::arange(0, 1, 0.25, dtypes::int32);
+  EXPECT_EQ(truncated.dtype(), dtypes::int32);
+  EXPECT_TRUE(kt::matches(truncated, NdArray({4}, {0, 0, 0, 0})));
+  EXPECT_EQ(Tensor::arange(0, 3, 1, dtypes::float64).dtype(), dtypes::float64);
+}
+
+TEST(Creation, ArangeWithOnlyStop) {
+  Tensor five = Tensor::arange(5);
+  EXPECT_EQ(five.dtype(), dtypes::int32);
+  EXPECT_TRUE(kt::matches(five, NdArray({5}, {0, 1, 2, 3, 4})));
+  EXPECT_EQ(Tensor::arange(2.5).dtype(), dtypes::float32);
+  EXPECT_TRUE(kt::matches(Tensor::arange(2.5), NdArray({3}, {0, 1, 2})));
+  EXPECT_EQ(Tensor::arange(-2).shape(), (Shape{0}));
 }
 
 TEST(Creation, Eye) {
@@ -700,6 +729,78 @@ TEST(LargeIntegers, StayExact) {
   EXPECT_EQ(i64.min().item<int64_t>(), -odd);
   EXPECT_EQ(i64.sum().item<int64_t>(), 0);
   EXPECT_EQ(i64.eq(i64 + one - one).to_vector<bool>(), (std::vector<bool>{true, true}));
+}
+
+// ============================================================================ floor division and modulo
+
+// Python's // and % (PyTorch's floor division and remainder) by their definition in double:
+// a // b = floor(a / b), a % b = a - b * floor(a / b). Exact for the small inputs used here.
+double floor_div(double a, double b) { return std::floor(a / b); }
+double floor_mod(double a, double b) { return a - b * std::floor(a / b); }
+
+TEST_P(DtypeArith, FloorDivisionAndModulo) {
+  DType dt = GetParam();
+  NdArray a = dtype_input(dt, {7, 1}, 605), b = dtype_input(dt, {1, 13}, 606, true);
+  Tensor ta = kt::make(a, dt), tb = kt::make(b, dt);
+  EXPECT_EQ(ta.idiv(tb).dtype(), dt);
+  EXPECT_TRUE(kt::matches(ta.idiv(tb), ref::zip(a, b, floor_div)));
+  for (const Tensor& r : {ta.mod(tb), ta % tb}) {
+    EXPECT_EQ(r.dtype(), dt);
+    EXPECT_TRUE(kt::matches(r, ref::zip(a, b, floor_mod)));
+  }
+}
+
+// Every sign combination, with and without a remainder, spelled out as Python gives them.
+TEST(FloorDivMod, SignsFollowTheDivisor) {
+  Tensor a = Tensor::from_vector<int32_t>({7, -7, 7, -7, 6, -6, 0, 1, -1}, {9});
+  Tensor b = Tensor::from_vector<int32_t>({2, 2, -2, -2, 3, -3, 5, 7, 7}, {9});
+  EXPECT_EQ(a.idiv(b).to_vector<int32_t>(), (std::vector<int32_t>{3, -4, -4, 3, 2, 2, 0, 0, -1}));
+  EXPECT_EQ((a % b).to_vector<int32_t>(), (std::vector<int32_t>{1, 1, -1, -1, 0, 0, 0, 1, 6}));
+  Tensor f = Tensor::from_vector<float>({7.5f, -7.5f, 7.5f, -7.5f, 6, -0.5f}, {6});
+  Tensor g = Tensor::from_vector<float>({2, 2, -2, -2, 3, 4}, {6});
+  EXPECT_EQ(f.idiv(g).to_vector<float>(), (std::vector<float>{3, -4, -4, 3, 2, -1}));
+  EXPECT_EQ(f.mod(g).to_vector<float>(), (std::vector<float>{1.5f, 0.5f, -0.5f, -1.5f, 0, 3.5f}));
+  Tensor u = Tensor::from_vector<uint32_t>({4000000000u, 7, 0}, {3});
+  EXPECT_EQ(u.idiv(3).to_vector<uint32_t>(), (std::vector<uint32_t>{1333333333u, 2, 0}));
+  EXPECT_EQ((u % 3).to_vector<uint32_t>(), (std::vector<uint32_t>{1, 1, 0}));
+}
+
+// C's integer / and % by 0, and INT_MIN / -1, are undefined (SIGFPE on x86). kiln defines them:
+// x // 0 = x % 0 = 0 (NumPy's values), INT_MIN // -1 wraps to INT_MIN. Floats follow IEEE.
+TEST(FloorDivMod, IntegerDivisionByZeroIsZero) {
+  const int32_t min32 = std::numeric_limits<int32_t>::min();
+  Tensor a = Tensor::from_vector<int32_t>({5, -5, 0, min32, min32, 7}, {6});
+  Tensor b = Tensor::from_vector<int32_t>({0, 0, 0, -1, 1, -1}, {6});
+  EXPECT_EQ(a.idiv(b).to_vector<int32_t>(), (std::vector<int32_t>{0, 0, 0, min32, min32, -7}));
+  EXPECT_EQ(a.mod(b).to_vector<int32_t>(), (std::vector<int32_t>{0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(a.idiv(0).to_vector<int32_t>(), (std::vector<int32_t>(6, 0)));  // a constant divisor too
+  EXPECT_EQ((a % 0).to_vector<int32_t>(), (std::vector<int32_t>(6, 0)));
+  const int64_t min64 = std::numeric_limits<int64_t>::min();
+  Tensor l = Tensor::from_vector<int64_t>({min64, 9}, {2});
+  EXPECT_EQ(l.idiv(Tensor::from_vector<int64_t>({-1, 0}, {2})).to_vector<int64_t>(), (std::vector<int64_t>{min64, 0}));
+  Tensor i8 = Tensor::from_vector<int8_t>({-128, 9}, {2});
+  EXPECT_EQ(i8.idiv(-1).to_vector<int8_t>(), (std::vector<int8_t>{-128, -9}));
+  EXPECT_EQ(Tensor::from_vector<uint8_t>({200}, {1}).idiv(0).to_vector<uint8_t>(), (std::vector<uint8_t>{0}));
+  std::vector<float> q = Tensor::from_vector<float>({1, -1, 0}, {3}).idiv(0.0f).to_vector<float>();
+  EXPECT_EQ(q[0], INFINITY);
+  EXPECT_EQ(q[1], -INFINITY);
+  EXPECT_TRUE(std::isnan(q[2]));
+  EXPECT_TRUE(std::isnan(Tensor::from_vector<float>({1}, {1}).mod(0.0f).item<float>()));
+}
+
+TEST(FloorDivMod, ScalarsOnEitherSideAndPromotion) {
+  Tensor i = Tensor::from_vector<int32_t>({7, -7, 3}, {3});
+  EXPECT_EQ(i.idiv(2).dtype(), dtypes::int32);
+  EXPECT_EQ(i.idiv(2).to_vector<int32_t>(), (std::vector<int32_t>{3, -4, 1}));
+  EXPECT_EQ((i % 2).to_vector<int32_t>(), (std::vector<int32_t>{1, 1, 1}));
+  EXPECT_EQ((10 % i).to_vector<int32_t>(), (std::vector<int32_t>{3, -4, 1}));
+  Tensor half = i.idiv(2.5);  // a floating scalar makes the result float32, as with the other operators
+  EXPECT_EQ(half.dtype(), dtypes::float32);
+  EXPECT_TRUE(kt::matches(half, NdArray({3}, {2, -3, 1})));
+  EXPECT_TRUE(kt::matches(i.mod(2.5), NdArray({3}, {2, 0.5, 0.5})));
+  Tensor mixed = i.mod(Tensor::from_vector<float>({-2}, {1}));  // int32 and float32 promote to float32
+  EXPECT_EQ(mixed.dtype(), dtypes::float32);
+  EXPECT_TRUE(kt::matches(mixed, NdArray({3}, {-1, -1, -1})));
 }
 
 // ============================================================================ dtype promotion

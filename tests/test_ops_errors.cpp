@@ -3,8 +3,10 @@
 // the shapes/axes/values involved).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/dtype.h"
@@ -159,6 +161,65 @@ TEST(Errors, ExpandIncompatible) {
   EXPECT_KILN_ERROR_SHAPES(Tensor::zeros({3, 1}).expand({4, 3, 0, 2}), Shape{3, 1});   // 3 -> 0 is not a broadcast
 }
 
+// -1 keeps an existing axis; a new leading axis has no size to keep, and other negative sizes are
+// never sizes.
+TEST(Errors, ExpandToNegativeSizes) {
+  EXPECT_KILN_ERROR(Tensor::zeros({2}).expand({-1, 2}), "expand", "axis 0 is new", "got -1");
+  EXPECT_KILN_ERROR_SHAPES(Tensor::zeros({2}).expand({-1, 2}), Shape{2}, Shape{-1, 2});
+  EXPECT_KILN_ERROR(Tensor::zeros({3, 1}).expand({3, -2}), "expand", "axis 1", "got -2");
+  EXPECT_KILN_ERROR(Tensor::zeros({1}).expand({-3}), "expand", "got -3");
+  EXPECT_KILN_ERROR(Tensor::zeros({1}).expand({-2, 1}), "expand", "axis 0 is new", "got -2");
+  EXPECT_EQ(Tensor::zeros({2}).expand({3, -1}).shape(), (Shape{3, 2}));
+}
+
+// Every op taking an axis reports a bad one under its own name (not a helper's), with the shape
+// and the valid range.
+TEST(Errors, BadAxisErrorsStartWithTheOpName) {
+  Tensor t = t23();
+  Tensor idx = Tensor::zeros({2, 3}, dtypes::int32), stats = Tensor::zeros({3});
+  const std::vector<std::pair<std::string, std::function<void()>>> calls = {
+      {"squeeze", [&] { t.squeeze(2); }},
+      {"unsqueeze", [&] { t.unsqueeze(3); }},
+      {"unsqueeze", [&] { t.unsqueeze(-4); }},
+      {"transpose", [&] { t.transpose(0, 2); }},
+      {"permute", [&] { t.permute({0, 2}); }},
+      {"flatten", [&] { t.flatten(0, 2); }},
+      {"flip", [&] { t.flip({-3}); }},
+      {"sum", [&] { t.sum({2}); }},
+      {"sum", [&] { t.sum(2); }},
+      {"max", [&] { t.max(-3); }},
+      {"min", [&] { t.min({0, 2}); }},
+      {"mean", [&] { t.mean(2, true); }},
+      {"prod", [&] { t.prod({3}); }},
+      {"var", [&] { t.var(2); }},
+      {"std", [&] { t.std({2}); }},
+      {"layernorm", [&] { t.layernorm({2}); }},
+      {"batchnorm", [&] { t.batchnorm({}, {}, stats, stats, {2}); }},
+      {"argmax", [&] { t.argmax(2); }},
+      {"argmin", [&] { t.argmin(2); }},
+      {"softmax", [&] { t.softmax(2); }},
+      {"log_softmax", [&] { t.log_softmax(2); }},
+      {"logsumexp", [&] { t.logsumexp(2); }},
+      {"cumsum", [&] { t.cumsum(2); }},
+      {"gather", [&] { t.gather(2, idx); }},
+      {"index_select", [&] { t.index_select(2, Tensor::zeros({1}, dtypes::int32)); }},
+      {"scatter", [&] { t.scatter(2, idx, t); }},
+      {"cat", [&] { Tensor::cat({t, t}, 2); }},
+      {"stack", [&] { Tensor::stack({t, t}, 3); }},
+      {"split", [&] { t.split(1, 2); }},
+      {"chunk", [&] { t.chunk(2, 2); }},
+  };
+  for (const auto& [op, call] : calls) {
+    std::string msg = error_of(call, op);
+    EXPECT_EQ(msg.rfind(op + ": axis ", 0), 0u) << "message \"" << msg << "\" does not start with \"" << op << ": axis\"";
+    EXPECT_TRUE(mentions_shape(msg, {2, 3})) << msg;
+  }
+  EXPECT_KILN_ERROR(t.squeeze(2), "expected -2 to 1");
+  EXPECT_KILN_ERROR(t.unsqueeze(3), "expected -3 to 2");  // one more place than there are axes
+  EXPECT_KILN_ERROR(Tensor::full({}, 1.0).sum(0), "sum: axis 0", "no axes");
+  EXPECT_KILN_ERROR(t.sum({1, -1}), "sum: axes (1, -1) name axis 1 twice");
+}
+
 TEST(Errors, FlipFlattenSqueezeUnsqueeze) {
   Tensor t = t23();
   EXPECT_KILN_ERROR(t.flip({2}), "axis", "2");
@@ -166,6 +227,18 @@ TEST(Errors, FlipFlattenSqueezeUnsqueeze) {
   EXPECT_KILN_ERROR(t.unsqueeze(4), "axis", "4");
   EXPECT_KILN_ERROR(t.squeeze(2), "axis", "2");
   EXPECT_KILN_ERROR(t.flatten(3), "axis", "3");
+}
+
+TEST(Errors, ArangeArguments) {
+  EXPECT_KILN_ERROR(Tensor::arange(0, 5, 0), "arange", "step", "0");
+  EXPECT_KILN_ERROR(Tensor::arange(0, INFINITY), "arange", "finite", "inf");
+  EXPECT_KILN_ERROR(Tensor::arange(NAN), "arange", "finite", "nan");
+}
+
+TEST(Errors, FloorDivisionOfBools) {
+  Tensor b = Tensor::zeros({2}, dtypes::bool_);
+  EXPECT_KILN_ERROR(b.idiv(b), "idiv", "bool");
+  EXPECT_KILN_ERROR(b % b, "mod", "bool");
 }
 
 TEST(Errors, ReadbackWithTheWrongElementType) {

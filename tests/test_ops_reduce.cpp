@@ -120,6 +120,34 @@ TEST(ReduceValues, DefaultsReduceEverything) {
   EXPECT_EQ(t.sum({}, true).shape(), (Shape{1, 1}));
 }
 
+// x.sum(1) is x.sum({1}), for every reduction over a list of axes; braces still make a list, so
+// sum({}) stays "every axis" (an int overload would take {} as axis 0). bool is not an axis.
+template <class T>
+concept SumsWith = requires(const Tensor& t, T v) { t.sum(v); };
+static_assert(SumsWith<int> && SumsWith<int64_t> && !SumsWith<bool>);
+
+TEST(ReduceValues, OneAxisAsAPlainInteger) {
+  NdArray x = kt::wrap(ref::random({3, 7, 13}, 1102, 0.6, 1.5), dtypes::float32);
+  Tensor t = kt::make(x);
+  EXPECT_TRUE(kt::matches(t.sum(1), ref::sum(x, {1})));
+  EXPECT_TRUE(kt::matches(t.sum(-1, true), ref::sum(x, {2}, true)));
+  EXPECT_TRUE(kt::matches(t.max(0), ref::max(x, {0})));
+  EXPECT_TRUE(kt::matches(t.min(int64_t{2}), ref::min(x, {2})));
+  EXPECT_TRUE(kt::matches(t.mean(0, true), ref::mean(x, {0}, true)));
+  EXPECT_TRUE(kt::matches(t.prod(1), ref::prod(x, {1})));
+  // var with Bessel's correction (the default) by its definition; std is its square root
+  NdArray centered = ref::zip(x, ref::mean(x, {1}, true), [](double v, double m) { return v - m; });
+  NdArray var = ref::map(ref::sum(ref::map(centered, [](double c) { return c * c; }), {1}),
+                         [](double s) { return s / (7 - 1); });
+  EXPECT_TRUE(kt::matches(t.var(1), var));
+  EXPECT_TRUE(kt::matches(t.std(1), ref::map(var, [](double v) { return std::sqrt(v); })));
+  EXPECT_TRUE(kt::matches(t.sum({}), ref::sum(x)));
+  EXPECT_EQ(t.sum({}, true).shape(), (Shape{1, 1, 1}));
+  EXPECT_TRUE(kt::matches(t.max({}, true), ref::max(x, {}, true)));
+  EXPECT_TRUE(kt::matches(t.mean({}), ref::mean(x)));
+  EXPECT_TRUE(kt::matches(t.sum({1}), ref::sum(x, {1})));
+}
+
 TEST(ReduceValues, AxisOrderDoesNotMatter) {
   NdArray x = kt::wrap(ref::random({3, 7, 13}, 1101), dtypes::float32);
   Tensor t = kt::make(x);

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "kiln/error.h"
@@ -256,6 +257,29 @@ TEST(CcCompiler, HonoursCC) {
   env::ScopedEnv cc_env("CC", "no-such-compiler-kiln");
   std::string msg = error_message([] { CcCompiler().compile(kSquareKernel); });
   EXPECT_NE(msg.find("no-such-compiler-kiln"), std::string::npos) << msg;
+}
+
+// A CC that is not a C compiler gets one line naming it, how it failed and the fix, not its output
+// and the kernel source: `false` fails --version, `ls` fails on the compiler flags, `true`
+// "succeeds" without writing anything.
+TEST(CcCompiler, CCThatIsNotACompiler) {
+  TempCache cache;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"false", "its --version exited with 1"},
+      {"ls", "compiling an empty C file exited with 2: "},
+      {"true", "compiling an empty C file exited with 0 but wrote no shared object"},
+  };
+  for (const auto& [cc, how] : cases) {
+    env::ScopedEnv cc_env("CC", cc);
+    std::string msg = error_message([] { CcCompiler().compile(kSquareKernel); });
+    EXPECT_EQ(msg.rfind("CC=" + cc + " (", 0), 0u) << msg;
+    EXPECT_NE(msg.find("is not a working C compiler"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(how), std::string::npos) << msg;
+    EXPECT_NE(msg.find("Set CC to clang or gcc"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;  // no compiler output, no kernel source
+  }
+  EXPECT_TRUE(cache.files().empty());
+  EXPECT_FALSE(CcCompiler().compile(kSquareKernel).empty());  // CC restored: compiles again
 }
 
 TEST(DeviceRegistry, UnknownDeviceListsRegistered) {

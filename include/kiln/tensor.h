@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -21,6 +22,10 @@ struct TensorImpl;
 
 template <class T>
 concept Scalar = std::is_arithmetic_v<T>;
+
+// One axis given as a plain integer (bool is excluded: x.sum(true) is a mistake, not axis 1).
+template <class T>
+concept Axis = std::integral<T> && !std::same_as<T, bool>;
 
 // The dtype a C++ element type maps to (float → float32, int → int32, bool → bool, ...).
 template <class T>
@@ -41,7 +46,10 @@ class Tensor {
   template <std::integral I>
   static Tensor full(Shape shape, I value, DType dtype = dtypes::float32);
   static Tensor empty(Shape shape, DType dtype = dtypes::float32);
-  static Tensor arange(double start, double stop, double step = 1, DType dtype = dtypes::int32);
+  // [start, stop) in steps; without a dtype: int32 when start, stop and step are whole numbers,
+  // else float32 (tinygrad's rule, by value since C++ passes them all as doubles).
+  static Tensor arange(double start, double stop, double step = 1, std::optional<DType> dtype = {});
+  static Tensor arange(double stop);  // [0, stop)
   static Tensor eye(int64_t n, DType dtype = dtypes::float32);
   static Tensor rand(Shape shape, DType dtype = dtypes::float32);   // U[0,1)
   static Tensor randn(Shape shape, DType dtype = dtypes::float32);  // N(0,1)
@@ -81,6 +89,12 @@ class Tensor {
   Tensor sub(const Tensor& o) const;
   Tensor mul(const Tensor& o) const;
   Tensor div(const Tensor& o) const;  // true division: integer inputs give a float result
+  // Floor division and its remainder, as Python's // and % (PyTorch's div(rounding_mode="floor")
+  // and remainder): the remainder takes the divisor's sign. Floats: floor(a / b) and
+  // a - floor(a / b) * b. Integers divided by 0 give 0 for both (NumPy's value; PyTorch raises,
+  // which a lazy graph cannot).
+  Tensor idiv(const Tensor& o) const;
+  Tensor mod(const Tensor& o) const;
   Tensor neg() const;
   Tensor relu() const, exp() const, exp2() const, log() const, log2() const, sqrt() const, rsqrt() const,
       sin() const, cos() const, tan() const, tanh() const, sigmoid() const, abs() const, reciprocal() const,
@@ -106,6 +120,8 @@ class Tensor {
   template <Scalar S> Tensor ne(S v) const;
   template <Scalar S> Tensor maximum(S v) const;
   template <Scalar S> Tensor minimum(S v) const;
+  template <Scalar S> Tensor idiv(S v) const;
+  template <Scalar S> Tensor mod(S v) const;
   template <Scalar S> Tensor where(const Tensor& if_true, S if_false) const;
   template <Scalar S> Tensor where(S if_true, const Tensor& if_false) const;
   template <Scalar A, Scalar B> Tensor where(A if_true, B if_false) const;
@@ -118,6 +134,12 @@ class Tensor {
   Tensor min(std::vector<int> axes = {}, bool keepdim = false) const;
   Tensor mean(std::vector<int> axes = {}, bool keepdim = false) const;
   Tensor prod(std::vector<int> axes = {}, bool keepdim = false) const;
+  // One axis: x.sum(1), x.max(-1, true). Templates, so that x.sum({}) still means all axes.
+  template <Axis I> Tensor sum(I axis, bool keepdim = false) const { return sum(one_axis(axis), keepdim); }
+  template <Axis I> Tensor max(I axis, bool keepdim = false) const { return max(one_axis(axis), keepdim); }
+  template <Axis I> Tensor min(I axis, bool keepdim = false) const { return min(one_axis(axis), keepdim); }
+  template <Axis I> Tensor mean(I axis, bool keepdim = false) const { return mean(one_axis(axis), keepdim); }
+  template <Axis I> Tensor prod(I axis, bool keepdim = false) const { return prod(one_axis(axis), keepdim); }
   Tensor argmax(int axis, bool keepdim = false) const;
   Tensor argmin(int axis, bool keepdim = false) const;
   Tensor softmax(int axis = -1) const;
@@ -178,6 +200,12 @@ class Tensor {
   Tensor layernorm(std::vector<int> axes = {-1}, double eps = 1e-5) const;
   Tensor var(std::vector<int> axes = {}, bool keepdim = false, double correction = 1) const;
   Tensor std(std::vector<int> axes = {}, bool keepdim = false, double correction = 1) const;
+  template <Axis I> Tensor var(I axis, bool keepdim = false, double correction = 1) const {
+    return var(one_axis(axis), keepdim, correction);
+  }
+  template <Axis I> Tensor std(I axis, bool keepdim = false, double correction = 1) const {
+    return std(one_axis(axis), keepdim, correction);
+  }
   Tensor dropout(double p = 0.5) const;  // only while Tensor::training
   Tensor gelu() const, quick_gelu() const, silu() const, swish() const, relu6() const, hardswish() const,
       mish() const, erf() const, softplus(double beta = 1) const, elu(double alpha = 1) const,
@@ -218,11 +246,14 @@ class Tensor {
   std::pair<Tensor, Tensor> broadcast_with(const Tensor& o) const;  // same shape and dtype, promoted
   Tensor const_like(double value) const;  // scalar of this dtype broadcast to this shape
   Tensor reduce(Ops op, std::vector<int> axes, bool keepdim) const;
-  int normalize_axis(int axis) const;     // negative axes count from the end; bad axes throw
+  // Negative axes count from the end; a bad axis throws an error that starts with `op`.
+  int normalize_axis(int axis, std::string_view op) const;
 
  private:
+  template <Axis I> static std::vector<int> one_axis(I axis) { return {static_cast<int>(axis)}; }
   Tensor alu(Ops op, std::vector<Tensor> srcs = {}) const;  // elementwise primitive, same shapes
   Tensor bitwise(Ops op, const Tensor& o, const char* name) const;
+  std::pair<Tensor, Tensor> floor_divmod(const Tensor& o, std::string_view op) const;  // (idiv, mod)
   void set_uop(UOpRef uop) const;
   friend class TensorRegistry;
   std::shared_ptr<TensorImpl> impl_;
@@ -233,6 +264,7 @@ Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);
 Tensor operator*(const Tensor& a, const Tensor& b);
 Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator%(const Tensor& a, const Tensor& b);  // mod: the remainder takes the divisor's sign
 Tensor operator-(const Tensor& a);
 
 // A C++ scalar becomes a constant of the tensor's dtype unless it is a floating scalar on an
@@ -258,6 +290,8 @@ template <Scalar S> Tensor Tensor::eq(S v) const { return eq(scalar_like(*this, 
 template <Scalar S> Tensor Tensor::ne(S v) const { return ne(scalar_like(*this, v)); }
 template <Scalar S> Tensor Tensor::maximum(S v) const { return maximum(scalar_like(*this, v)); }
 template <Scalar S> Tensor Tensor::minimum(S v) const { return minimum(scalar_like(*this, v)); }
+template <Scalar S> Tensor Tensor::idiv(S v) const { return idiv(scalar_like(*this, v)); }
+template <Scalar S> Tensor Tensor::mod(S v) const { return mod(scalar_like(*this, v)); }
 template <Scalar S> Tensor Tensor::where(const Tensor& t, S f) const { return where(t, scalar_like(t, f)); }
 template <Scalar S> Tensor Tensor::where(S t, const Tensor& f) const { return where(scalar_like(f, t), f); }
 template <Scalar A, Scalar B> Tensor Tensor::where(A t, B f) const {
@@ -274,5 +308,7 @@ template <Scalar S> Tensor operator*(const Tensor& a, S b) { return a * scalar_l
 template <Scalar S> Tensor operator*(S a, const Tensor& b) { return scalar_like(b, a) * b; }
 template <Scalar S> Tensor operator/(const Tensor& a, S b) { return a / scalar_like(a, b); }
 template <Scalar S> Tensor operator/(S a, const Tensor& b) { return scalar_like(b, a) / b; }
+template <Scalar S> Tensor operator%(const Tensor& a, S b) { return a % scalar_like(a, b); }
+template <Scalar S> Tensor operator%(S a, const Tensor& b) { return scalar_like(b, a) % b; }
 
 }  // namespace kiln

@@ -105,6 +105,29 @@ struct Toolchain {
   std::string version;               // its `--version` output, so upgrades invalidate the cache
 };
 
+std::string join(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
+
+// For a CC that is no C compiler at all (CC=false, a typo'd tool): which program was tried, how it
+// failed in one line, and the fix, instead of pages of its output.
+[[noreturn]] void throw_not_a_compiler(const std::vector<std::string>& command, const std::string& attempt,
+                                       const ProcessResult& result) {
+  const std::string cc = env::get_string("CC");
+  const std::string tried = cc.empty() ? "'" + join(command) + "'" : "CC=" + cc + " ('" + command[0] + "')";
+  std::string line = result.output.substr(0, result.output.find('\n'));
+  line.erase(0, line.find_first_not_of(" \t\r"));
+  line.erase(line.find_last_not_of(" \t\r") + 1);
+  if (line.size() > 160) line = line.substr(0, 160) + "...";
+  const std::string outcome = result.exit_code == 0 ? " but wrote no shared object"
+                              : line.empty()         ? " and printed nothing"
+                                                     : ": " + line;
+  throw_error(tried, " is not a working C compiler: ", attempt, " exited with ", result.exit_code, outcome,
+              ". Set CC to clang or gcc.");
+}
+
 std::string read_version(const std::vector<std::string>& command) {
   static std::mutex mu;
   static std::map<std::vector<std::string>, std::string> versions;
@@ -114,9 +137,7 @@ std::string read_version(const std::vector<std::string>& command) {
   std::vector<std::string> argv = command;
   argv.push_back("--version");
   ProcessResult result = run_process(argv);
-  if (result.exit_code != 0) {
-    throw_error("C compiler '", command[0], "' failed to report its version:\n", result.output);
-  }
+  if (result.exit_code != 0) throw_not_a_compiler(command, "its --version", result);
   return versions.emplace(command, result.output).first->second;
 }
 
@@ -127,7 +148,7 @@ Toolchain look_up_toolchain(const std::string& cc) {
     for (std::string word; words >> word;) tc.command.push_back(word);
     if (tc.command.empty()) throw_error("CC is blank");
     std::string path = find_program(tc.command[0]);
-    if (path.empty()) throw_error("C compiler CC=", cc, " was not found");
+    if (path.empty()) throw_error("C compiler CC=", cc, " was not found; set CC to clang or gcc (or a full path)");
     tc.command[0] = path;
   } else {
     for (const char* name : {"clang", "gcc"}) {
@@ -203,10 +224,34 @@ std::string numbered_source_head(const std::string& source) {
   return out.str();
 }
 
-std::string join(const std::vector<std::string>& words) {
-  std::string out;
-  for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
-  return out;
+// Compiles `source`, written to `source_file`, into the shared object `binary`.
+ProcessResult run_compiler(const Toolchain& tc, const std::string& source, const fs::path& source_file,
+                           const fs::path& binary) {
+  {
+    std::ofstream out(source_file, std::ios::binary);
+    out << source;
+    out.close();
+    if (!out) throw_error("could not write ", source_file.string());
+  }
+  std::vector<std::string> argv = tc.command;
+  argv.insert(argv.end(), kFlags.begin(), kFlags.end());
+  argv.insert(argv.end(), {source_file.string(), "-o", binary.string()});
+  argv.insert(argv.end(), kLibs.begin(), kLibs.end());
+  return run_process(argv);
+}
+
+bool built(const ProcessResult& result, const fs::path& binary) {
+  std::error_code ec;
+  return result.exit_code == 0 && fs::exists(binary, ec);
+}
+
+// After a failed compile: if the toolchain cannot build even an empty file, the compiler is at
+// fault, not the kernel, and its output would only bury that.
+void check_compiler_works(const Toolchain& tc, const fs::path& dir) {
+  std::string stem = "probe." + unique_suffix();
+  TempFiles temps{{dir / (stem + ".c"), dir / (stem + ".so.tmp")}};
+  ProcessResult result = run_compiler(tc, "void kiln_probe(void) {}\n", temps.paths[0], temps.paths[1]);
+  if (!built(result, temps.paths[1])) throw_not_a_compiler(tc.command, "compiling an empty C file", result);
 }
 
 // -march=native binaries only run on this kind of CPU: its model and feature flags join the cache
@@ -242,22 +287,11 @@ std::string CcCompiler::compile(const std::string& source) {
   }
 
   std::string stem = key + "." + unique_suffix();
-  fs::path source_file = dir / (stem + ".c");
   fs::path temp_binary = dir / (stem + ".so.tmp");
-  TempFiles temps{{source_file, temp_binary}};
-  {
-    std::ofstream out(source_file, std::ios::binary);
-    out << source;
-    out.close();
-    if (!out) throw_error("could not write ", source_file.string());
-  }
-
-  std::vector<std::string> argv = tc.command;
-  argv.insert(argv.end(), kFlags.begin(), kFlags.end());
-  argv.insert(argv.end(), {source_file.string(), "-o", temp_binary.string()});
-  argv.insert(argv.end(), kLibs.begin(), kLibs.end());
-  ProcessResult result = run_process(argv);
-  if (result.exit_code != 0) {
+  TempFiles temps{{dir / (stem + ".c"), temp_binary}};
+  ProcessResult result = run_compiler(tc, source, temps.paths[0], temp_binary);
+  if (!built(result, temp_binary)) {
+    check_compiler_works(tc, dir);
     throw_error("CPU kernel failed to compile (", tc.command[0], " exited with ", result.exit_code, "):\n",
                 result.output, "source:\n", numbered_source_head(source));
   }

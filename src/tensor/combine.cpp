@@ -11,7 +11,7 @@ Tensor Tensor::cat(const std::vector<Tensor>& tensors, int axis) {
   if (tensors.empty()) throw_error("cat: expected at least one tensor");
   const Tensor& first = tensors[0];
   if (first.ndim() == 0) throw_error("cat: zero-dimensional tensors cannot be concatenated");
-  const int a = first.normalize_axis(axis);
+  const int a = first.normalize_axis(axis, "cat");
   int64_t total = 0;
   DType dt = first.dtype();
   for (size_t i = 0; i < tensors.size(); i++) {
@@ -38,14 +38,15 @@ Tensor Tensor::cat(const std::vector<Tensor>& tensors, int axis) {
 
 Tensor Tensor::stack(const std::vector<Tensor>& tensors, int axis) {
   if (tensors.empty()) throw_error("stack: expected at least one tensor");
+  const int a = axis_index(axis, tensors[0].ndim() + 1, "stack", tensors[0].shape());  // the new axis may go last
   std::vector<Tensor> parts;
   for (size_t i = 0; i < tensors.size(); i++) {
     if (tensors[i].shape() != tensors[0].shape())
       throw_error("stack: tensor ", i, " has shape ", shape_to_string(tensors[i].shape()), " but tensor 0 has ",
                   shape_to_string(tensors[0].shape()));
-    parts.push_back(tensors[i].unsqueeze(axis));
+    parts.push_back(tensors[i].unsqueeze(a));
   }
-  return cat(parts, axis);
+  return cat(parts, a);
 }
 
 Tensor Tensor::repeat(std::vector<int64_t> repeats) const {
@@ -66,7 +67,7 @@ Tensor Tensor::repeat(std::vector<int64_t> repeats) const {
 }
 
 std::vector<Tensor> Tensor::split(std::vector<int64_t> sizes, int axis) const {
-  const int a = normalize_axis(axis);
+  const int a = normalize_axis(axis, "split");
   int64_t sum = std::accumulate(sizes.begin(), sizes.end(), int64_t{0});
   if (sum != shape()[a])
     throw_error("split: sizes add up to ", sum, " but axis ", axis, " of ", shape_to_string(shape()), " has ",
@@ -85,7 +86,7 @@ std::vector<Tensor> Tensor::split(std::vector<int64_t> sizes, int axis) const {
 
 std::vector<Tensor> Tensor::split(int64_t size, int axis) const {
   if (size < 1) throw_error("split: the piece size must be >= 1, got ", size);
-  int64_t n = shape()[normalize_axis(axis)];
+  int64_t n = shape()[normalize_axis(axis, "split")];
   std::vector<int64_t> sizes;
   for (int64_t at = 0; at < n; at += size) sizes.push_back(std::min(size, n - at));
   if (sizes.empty()) sizes.push_back(0);
@@ -94,7 +95,7 @@ std::vector<Tensor> Tensor::split(int64_t size, int axis) const {
 
 std::vector<Tensor> Tensor::chunk(int64_t chunks, int axis) const {
   if (chunks < 1) throw_error("chunk: expected at least 1 chunk, got ", chunks);
-  int64_t n = shape()[normalize_axis(axis)];
+  int64_t n = shape()[normalize_axis(axis, "chunk")];
   return split(std::max<int64_t>(1, (n + chunks - 1) / chunks), axis);
 }
 

@@ -86,14 +86,22 @@ Tensor Tensor::empty(Shape shape, DType dtype) {
   return tensor_from_bytes(zeros.data(), zeros.size(), dtype, std::move(shape));
 }
 
-Tensor Tensor::arange(double start, double stop, double step, DType dtype) {
+Tensor Tensor::arange(double stop) { return arange(0, stop); }
+
+Tensor Tensor::arange(double start, double stop, double step, std::optional<DType> dtype) {
+  if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
+    throw_error("arange: expected finite start, stop and step, got ", start, ", ", stop, ", ", step);
   if (step == 0) throw_error("arange: step must not be 0");
+  if (!dtype) {
+    bool whole = std::trunc(start) == start && std::trunc(stop) == stop && std::trunc(step) == step;
+    dtype = whole ? dtypes::default_int : dtypes::default_float;
+  }
   double count = std::ceil((stop - start) / step);
   if (!(count <= static_cast<double>(kMaxNumel))) throw_error("arange: ", count, " elements are too many (at most ", kMaxNumel, ")");
   int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
   std::vector<double> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; i++) v[i] = start + static_cast<double>(i) * step;
-  return from_doubles(v, {n}, dtype);
+  return from_doubles(v, {n}, *dtype);
 }
 
 Tensor Tensor::eye(int64_t n, DType dtype) {

@@ -101,6 +101,31 @@ Tensor Tensor::div(const Tensor& o) const {
   auto [a, b] = broadcast_with(o);
   return float_input(a).alu(Ops::FDIV, {float_input(b)});
 }
+
+// Floats: q = floor(a / b) and r = a - q * b. Integers: C's / and % truncate toward zero, so where
+// the remainder is nonzero and its sign differs from the divisor's, the quotient moves down by one
+// and the remainder over by one divisor. The divisors C's / cannot take become 1 first: 0 (undefined,
+// SIGFPE on x86) gives quotient and remainder 0, and -1 (INT_MIN / -1 traps too) gives the wrapping
+// negation a * -1 and remainder 0.
+std::pair<Tensor, Tensor> Tensor::floor_divmod(const Tensor& o, std::string_view op) const {
+  auto [a, b] = broadcast_with(o);
+  if (a.dtype().is_bool()) throw_error(op, ": expected numeric tensors, got bool; cast to an integer dtype first");
+  if (a.dtype().is_float()) {
+    Tensor q = (a / b).floor();
+    return {q, a - q * b};
+  }
+  Tensor special = b.eq(b.const_like(0));
+  if (!b.dtype().is_unsigned()) special = special.add(b.eq(b.const_like(-1)));
+  Tensor d = special.where(b.const_like(1), b);
+  Tensor q = special.where(a * b, a.alu(Ops::IDIV, {d})), r = a.alu(Ops::MOD, {d});
+  if (b.dtype().is_unsigned()) return {q, r};
+  Tensor zero = r.const_like(0);
+  Tensor rounded_up = r.ne(zero).mul(r.lt(zero).ne(d.lt(zero)));
+  return {q - rounded_up.cast(q.dtype()), rounded_up.where(r + d, r)};
+}
+Tensor Tensor::idiv(const Tensor& o) const { return floor_divmod(o, "idiv").first; }
+Tensor Tensor::mod(const Tensor& o) const { return floor_divmod(o, "mod").second; }
+
 Tensor Tensor::maximum(const Tensor& o) const {
   auto [a, b] = broadcast_with(o);
   return a.alu(Ops::MAX, {b});
@@ -244,6 +269,7 @@ Tensor operator+(const Tensor& a, const Tensor& b) { return a.add(b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return a.sub(b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return a.mul(b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return a.div(b); }
+Tensor operator%(const Tensor& a, const Tensor& b) { return a.mod(b); }
 Tensor operator-(const Tensor& a) { return a.neg(); }
 
 }  // namespace kiln

@@ -34,7 +34,7 @@ Tensor Tensor::one_hot(int64_t num_classes) const {
 }
 
 Tensor Tensor::gather(int axis, const Tensor& index) const {
-  const int a = normalize_axis(axis);
+  const int a = normalize_axis(axis, "gather");
   if (index.ndim() != ndim())
     throw_error("gather: index ", shape_to_string(index.shape()), " must have as many dims as the input ",
                 shape_to_string(shape()));
@@ -51,7 +51,7 @@ Tensor Tensor::gather(int axis, const Tensor& index) const {
 }
 
 Tensor Tensor::index_select(int axis, const Tensor& index) const {
-  const int a = normalize_axis(axis);
+  const int a = normalize_axis(axis, "index_select");
   if (index.ndim() != 1) throw_error("index_select: expected a 1-D index, got ", shape_to_string(index.shape()));
   // move the axis last, pick with a one-hot matmul-like masked sum, move it back
   Tensor x = transpose(a, -1).unsqueeze(-2);                       // (..., 1, n)
@@ -60,7 +60,7 @@ Tensor Tensor::index_select(int axis, const Tensor& index) const {
 }
 
 Tensor Tensor::scatter(int axis, const Tensor& index, const Tensor& src) const {
-  const int a = normalize_axis(axis);
+  const int a = normalize_axis(axis, "scatter");
   if (index.ndim() != ndim() || src.ndim() != ndim())
     throw_error("scatter: input ", shape_to_string(shape()), ", index ", shape_to_string(index.shape()), " and src ",
                 shape_to_string(src.shape()), " must have the same number of dims");
@@ -95,7 +95,7 @@ Tensor Tensor::masked_fill(const Tensor& mask, double value) const {
 }
 
 Tensor Tensor::cumsum(int axis) const {
-  const int a = normalize_axis(axis);
+  const int a = normalize_axis(axis, "cumsum");
   int64_t n = shape()[a];
   if (n == 0) return *this;
   // windows of n ending at each position over a zero-padded copy: out[i] = sum(x[i-n+1..i])

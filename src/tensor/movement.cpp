@@ -8,12 +8,16 @@
 
 namespace kiln {
 
-int Tensor::normalize_axis(int axis) const {
-  const int n = static_cast<int>(ndim());
+int axis_index(int axis, int64_t ndim, std::string_view op, const Shape& shape) {
+  const int n = static_cast<int>(ndim);
+  if (n == 0) throw_error(op, ": axis ", axis, " is out of range: shape () has no axes");
   if (axis < -n || axis >= n)
-    throw_error("axis ", axis, " is out of range for a tensor of shape ", shape_to_string(shape()), " (", n, " dims)");
+    throw_error(op, ": axis ", axis, " is out of range for shape ", shape_to_string(shape), ": expected ", -n,
+                " to ", n - 1);
   return axis < 0 ? axis + n : axis;
 }
+
+int Tensor::normalize_axis(int axis, std::string_view op) const { return axis_index(axis, ndim(), op, shape()); }
 
 Shape resolve_shape(Shape shape, int64_t numel, const std::string& what) {
   const Shape requested = shape;
@@ -43,7 +47,7 @@ Tensor Tensor::permute(std::vector<int> order) const {
   Shape perm;
   std::vector<bool> seen(order.size(), false);
   for (int a : order) {
-    int axis = normalize_axis(a);
+    int axis = normalize_axis(a, "permute");
     if (seen[axis]) throw_error("permute: axis ", a, " appears twice");
     seen[axis] = true;
     perm.push_back(axis);
@@ -57,13 +61,19 @@ Tensor Tensor::permute(std::vector<int> order) const {
 Tensor Tensor::expand(Shape to) const {
   if (to.size() < shape().size())
     throw_error("expand: cannot expand ", shape_to_string(shape()), " to fewer dims ", shape_to_string(to));
-  Shape from(to.size() - shape().size(), 1);  // new leading axes, as NumPy broadcasting
+  const Shape requested = to;
+  const size_t added = to.size() - shape().size();  // new leading axes, as NumPy broadcasting
+  Shape from(added, 1);
   from.insert(from.end(), shape().begin(), shape().end());
   for (size_t i = 0; i < to.size(); i++) {
-    if (to[i] == -1) to[i] = from[i];
+    if (to[i] == -1 && i >= added) to[i] = from[i];  // -1 keeps an existing axis; a new one has nothing to keep
+    else if (to[i] < 0)
+      throw_error("expand: cannot expand ", shape_to_string(shape()), " to ", shape_to_string(requested), ": axis ", i,
+                  i < added ? " is new and needs a size >= 0" : " needs a size >= 0 (or -1 to keep it)", ", got ",
+                  to[i]);
     if (from[i] != to[i] && from[i] != 1)
-      throw_error("expand: cannot expand ", shape_to_string(shape()), " to ", shape_to_string(to), " (axis ", i,
-                  ": ", from[i], " is not 1)");
+      throw_error("expand: cannot expand ", shape_to_string(shape()), " to ", shape_to_string(requested), " (axis ",
+                  i, ": ", from[i], " is not 1)");
   }
   Tensor base = reshape(from);
   if (to == from) return base;
@@ -101,7 +111,7 @@ Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> bounds) const {
 Tensor Tensor::flip(std::vector<int> axes) const {
   Shape flipped;
   for (int a : axes) {
-    int axis = normalize_axis(a);
+    int axis = normalize_axis(a, "flip");
     if (std::find(flipped.begin(), flipped.end(), axis) != flipped.end())
       throw_error("flip: axis ", a, " appears twice");
     if (shape()[axis] > 1) flipped.push_back(axis);
@@ -114,13 +124,13 @@ Tensor Tensor::flip(std::vector<int> axes) const {
 Tensor Tensor::transpose(int a, int b) const {
   std::vector<int> order(static_cast<size_t>(ndim()));
   std::iota(order.begin(), order.end(), 0);
-  std::swap(order[normalize_axis(a)], order[normalize_axis(b)]);
+  std::swap(order[normalize_axis(a, "transpose")], order[normalize_axis(b, "transpose")]);
   return permute(order);
 }
 
 Tensor Tensor::flatten(int start_dim, int end_dim) const {
   if (ndim() == 0) return reshape({1});
-  int s = normalize_axis(start_dim), e = normalize_axis(end_dim);
+  int s = normalize_axis(start_dim, "flatten"), e = normalize_axis(end_dim, "flatten");
   if (s > e) throw_error("flatten: start_dim ", start_dim, " is after end_dim ", end_dim);
   Shape to(shape().begin(), shape().begin() + s);
   to.push_back(-1);
@@ -134,7 +144,7 @@ Tensor Tensor::flatten(int start_dim, int end_dim) const {
 }
 
 Tensor Tensor::squeeze(int axis) const {
-  int a = normalize_axis(axis);
+  int a = normalize_axis(axis, "squeeze");
   if (shape()[a] != 1) return *this;  // as PyTorch: squeezing a non-1 axis does nothing
   Shape to = shape();
   to.erase(to.begin() + a);
@@ -142,10 +152,7 @@ Tensor Tensor::squeeze(int axis) const {
 }
 
 Tensor Tensor::unsqueeze(int axis) const {
-  const int n = static_cast<int>(ndim());
-  if (axis < -(n + 1) || axis > n)
-    throw_error("unsqueeze: axis ", axis, " is out of range for ", n + 1, " dims");
-  int a = axis < 0 ? axis + n + 1 : axis;
+  int a = axis_index(axis, ndim() + 1, "unsqueeze", shape());  // the new axis may also go last
   Shape to = shape();
   to.insert(to.begin() + a, 1);
   return reshape(to);

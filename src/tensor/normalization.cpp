@@ -7,6 +7,7 @@
 namespace kiln {
 
 Tensor Tensor::var(std::vector<int> axes, bool keepdim, double correction) const {
+  axes = reduce_axes(*this, axes, "var");
   Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
   Tensor squares = (x - x.mean(axes, true)).square();
   Tensor sum = squares.sum(axes, keepdim);
@@ -15,14 +16,17 @@ Tensor Tensor::var(std::vector<int> axes, bool keepdim, double correction) const
 }
 
 Tensor Tensor::std(std::vector<int> axes, bool keepdim, double correction) const {
-  return var(std::move(axes), keepdim, correction).sqrt();
+  return var(reduce_axes(*this, axes, "std"), keepdim, correction).sqrt();
 }
 
 Tensor Tensor::batchnorm(const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, const Tensor& mean,
                          const Tensor& invstd, std::vector<int> axes) const {
   // statistics of shape (C,) broadcast along `axes` of this
   Shape s(static_cast<size_t>(ndim()), 1);
-  for (int a : axes) s[normalize_axis(a)] = shape()[normalize_axis(a)];
+  for (int a : axes) {
+    int axis = normalize_axis(a, "batchnorm");
+    s[axis] = shape()[axis];
+  }
   auto shaped = [&](const Tensor& t, const char* what) {
     if (t.numel() != kiln::prod(s))
       throw_error("batchnorm: ", what, " has shape ", shape_to_string(t.shape()), ", expected ", kiln::prod(s),
@@ -36,6 +40,7 @@ Tensor Tensor::batchnorm(const std::optional<Tensor>& weight, const std::optiona
 }
 
 Tensor Tensor::layernorm(std::vector<int> axes, double eps) const {
+  axes = reduce_axes(*this, axes, "layernorm");
   Tensor y = *this - mean(axes, true);
   return y * ((y * y).mean(axes, true) + eps).rsqrt();
 }

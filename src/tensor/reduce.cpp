@@ -34,16 +34,23 @@ Tensor reverse_order(const Tensor& x) {
 
 }  // namespace
 
-Tensor Tensor::reduce(Ops op, std::vector<int> axes, bool keepdim) const {
-  std::vector<int64_t> norm;
+std::vector<int> reduce_axes(const Tensor& t, const std::vector<int>& axes, std::string_view op) {
+  std::vector<int> out;
   if (axes.empty())
-    for (int64_t i = 0; i < ndim(); i++) norm.push_back(i);
+    for (int i = 0; i < t.ndim(); i++) out.push_back(i);
   for (int a : axes) {
-    int64_t axis = normalize_axis(a);
-    if (std::find(norm.begin(), norm.end(), axis) != norm.end()) throw_error("reduce: axis ", a, " appears twice");
-    norm.push_back(axis);
+    int axis = t.normalize_axis(a, op);
+    if (std::find(out.begin(), out.end(), axis) != out.end())
+      throw_error(op, ": axes ", shape_to_string(Shape(axes.begin(), axes.end())), " name axis ", axis, " twice");
+    out.push_back(axis);
   }
-  std::sort(norm.begin(), norm.end());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Tensor Tensor::reduce(Ops op, std::vector<int> axes, bool keepdim) const {
+  std::vector<int> ax = reduce_axes(*this, axes, "reduce");
+  Shape norm(ax.begin(), ax.end());
   Tensor r = norm.empty() ? *this : Tensor(UOp::make(Ops::REDUCE, dtype(), {uop()}, ReduceArg{op, norm}));
   if (keepdim) return r;
   Shape out;
@@ -52,12 +59,20 @@ Tensor Tensor::reduce(Ops op, std::vector<int> axes, bool keepdim) const {
   return r.reshape(out);
 }
 
-Tensor Tensor::sum(std::vector<int> axes, bool keepdim) const { return accumulate(*this, Ops::ADD, std::move(axes), keepdim); }
-Tensor Tensor::prod(std::vector<int> axes, bool keepdim) const { return accumulate(*this, Ops::MUL, std::move(axes), keepdim); }
+// Each public reduction normalizes its axes first, so a bad axis is reported under its own name.
+Tensor Tensor::sum(std::vector<int> axes, bool keepdim) const {
+  return accumulate(*this, Ops::ADD, reduce_axes(*this, axes, "sum"), keepdim);
+}
+Tensor Tensor::prod(std::vector<int> axes, bool keepdim) const {
+  return accumulate(*this, Ops::MUL, reduce_axes(*this, axes, "prod"), keepdim);
+}
 
-Tensor Tensor::max(std::vector<int> axes, bool keepdim) const { return reduce(Ops::MAX, std::move(axes), keepdim); }
+Tensor Tensor::max(std::vector<int> axes, bool keepdim) const {
+  return reduce(Ops::MAX, reduce_axes(*this, axes, "max"), keepdim);
+}
 
 Tensor Tensor::min(std::vector<int> axes, bool keepdim) const {
+  axes = reduce_axes(*this, axes, "min");
   return reverse_order(reverse_order(*this).max(std::move(axes), keepdim));
 }
 
@@ -66,14 +81,14 @@ Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
   // sum and divide in float32 for 16-bit floats, then round once
   DType out = x.dtype();
   if (out.itemsize() == 2) x = x.cast(dtypes::float32);
-  Tensor s = x.sum(axes, keepdim);
+  Tensor s = x.sum(reduce_axes(*this, axes, "mean"), keepdim);
   int64_t count = s.numel() == 0 ? 0 : numel() / s.numel();
   return (s / static_cast<double>(count)).cast(out);
 }
 
 Tensor Tensor::argmax(int axis, bool keepdim) const {
   // The first index of the maximum: among positions equal to the max, the largest (n - index).
-  int a = normalize_axis(axis);
+  int a = normalize_axis(axis, "argmax");
   int64_t n = shape()[a];
   if (n == 0) throw_error("argmax: axis ", axis, " has size 0");
   Shape idx_shape(static_cast<size_t>(ndim()), 1);
@@ -85,24 +100,27 @@ Tensor Tensor::argmax(int axis, bool keepdim) const {
   return first.const_like(static_cast<double>(n)) - first;
 }
 
-Tensor Tensor::argmin(int axis, bool keepdim) const { return reverse_order(*this).argmax(axis, keepdim); }
+Tensor Tensor::argmin(int axis, bool keepdim) const {
+  int a = normalize_axis(axis, "argmin");
+  return reverse_order(*this).argmax(a, keepdim);
+}
 
 Tensor Tensor::softmax(int axis) const {
-  int a = normalize_axis(axis);
+  int a = normalize_axis(axis, "softmax");
   Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
   Tensor e = (x - x.max({a}, true)).exp();
   return e / e.sum({a}, true);
 }
 
 Tensor Tensor::log_softmax(int axis) const {
-  int a = normalize_axis(axis);
+  int a = normalize_axis(axis, "log_softmax");
   Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
   Tensor shifted = x - x.max({a}, true);
   return shifted - shifted.exp().sum({a}, true).log();
 }
 
 Tensor Tensor::logsumexp(int axis, bool keepdim) const {
-  int a = normalize_axis(axis);
+  int a = normalize_axis(axis, "logsumexp");
   Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
   // Shift by the max for range, but not by an infinite one: inf - inf would be NaN, where the
   // answer is +-inf (PyTorch).

@@ -3,6 +3,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -52,6 +53,14 @@ class TensorRegistry {
   std::mutex mu_;
   std::vector<std::weak_ptr<TensorImpl>> tensors_;
 };
+
+// `axis` as an index into `ndim` axes (negative ones count from the end). Out of range, it throws
+// an error that starts with `op` and shows `shape`, the tensor the axis refers to.
+int axis_index(int axis, int64_t ndim, std::string_view op, const Shape& shape);
+
+// The axes a reduction named `op` works on: each normalized, sorted, none twice; none given means
+// all. Public reductions call it first, so a bad axis is reported under the name the user called.
+std::vector<int> reduce_axes(const Tensor& t, const std::vector<int>& axes, std::string_view op);
 
 // `shape` with its one -1 (if any) inferred so it holds `numel` elements; errors start with `what`.
 Shape resolve_shape(Shape shape, int64_t numel, const std::string& what);
