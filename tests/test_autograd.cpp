@@ -79,7 +79,13 @@ std::vector<Case> elementwise_cases() {
       {"cos", {rnd({3, 5}, -4, 4)}, [](const Ts& v) { return v[0].cos(); }},
       {"tan", {rnd({3, 5}, -1.2, 1.2)}, [](const Ts& v) { return v[0].tan(); }},
       {"tanh", {rnd({3, 5}, -3, 3)}, [](const Ts& v) { return v[0].tanh(); }},
+      // across the switch from tanh's polynomial (|x| < 0.55) to its exp formula
+      {"tanh_near_zero", {rnd({3, 5}, -0.7, 0.7)}, [](const Ts& v) { return v[0].tanh(); }},
+      // saturated: the gradients are (nearly) 0, not NaN from the unused branch
+      {"tanh_sigmoid_saturated", {away_from_zero({3, 5}, 10, 1e30)},
+       [](const Ts& v) { return v[0].tanh() + v[0].sigmoid(); }},
       {"sigmoid", {rnd({3, 5}, -4, 4)}, [](const Ts& v) { return v[0].sigmoid(); }},
+      {"sigmoid_wide", {rnd({3, 5}, -30, 30)}, [](const Ts& v) { return v[0].sigmoid(); }},
       {"reciprocal", {away_from_zero({3, 5}, 0.5, 2)}, [](const Ts& v) { return v[0].reciprocal(); }},
       {"abs_relu", {away_from_zero({3, 5}, 0.1, 2)}, [](const Ts& v) { return v[0].abs() + v[0].relu() * 3.0; }},
       {"square", {rnd({3, 5})}, [](const Ts& v) { return v[0].square(); }},
@@ -87,6 +93,9 @@ std::vector<Case> elementwise_cases() {
       {"pow_broadcast_exponent", {rnd({3, 5}, 0.3, 2), rnd({1}, 1, 2)}, [](const Ts& v) { return v[0].pow(v[1]); }},
       {"pow_odd_integer_negative_base", {away_from_zero({3, 5})}, [](const Ts& v) { return v[0].pow(3.0); }},
       {"pow_fraction", {rnd({3, 5}, 0.3, 2)}, [](const Ts& v) { return v[0].pow(2.5); }},
+      {"pow_integer_negative_base", {away_from_zero({3, 5}, 0.5, 1.5)}, [](const Ts& v) { return v[0].pow(10.0); }},
+      {"pow_negative_half_integer", {rnd({3, 5}, 0.3, 2)}, [](const Ts& v) { return v[0].pow(-1.5); }},
+      {"pow_scalar_fraction", {rnd({3, 5}, 0.3, 2)}, [](const Ts& v) { return v[0].pow(1 / 3.0); }},
       {"pow_special_exponents", {rnd({3, 5}, 0.3, 2)},
        [](const Ts& v) { return v[0].pow(0.5) + v[0].pow(-1.0) + v[0].pow(2.0) + v[0].pow(1.0) + v[0].pow(0.0); }},
       {"clip", {away_from_zero({3, 5}, 0.1, 1)}, [](const Ts& v) { return (v[0] * 2.0).clip(-0.5, 1.0); }},

@@ -266,8 +266,11 @@ TEST(ExecAlu, Float32) {
       EXPECT_EQ(exec_alu(Ops::SQRT, dtypes::float32, {f(a)}), f(std::sqrt(a)));
       EXPECT_EQ(exec_alu(Ops::RECIPROCAL, dtypes::float32, {f(a)}), f(1.0f / a));
       EXPECT_EQ(exec_alu(Ops::LOG2, dtypes::float32, {f(a)}), f(static_cast<float>(std::log2(f(a)))));
+      EXPECT_EQ(exec_alu(Ops::LOG, dtypes::float32, {f(a)}), f(static_cast<float>(std::log(f(a)))));
     }
+    EXPECT_EQ(exec_alu(Ops::COS, dtypes::float32, {f(a)}), f(static_cast<float>(std::cos(f(a)))));
     EXPECT_EQ(exec_alu(Ops::EXP2, dtypes::float32, {1.5}), f(static_cast<float>(std::exp2(1.5))));
+    EXPECT_EQ(exec_alu(Ops::EXP, dtypes::float32, {1.5}), f(static_cast<float>(std::exp(1.5))));
     for (float b : samples) {
       SCOPED_TRACE("a=" + std::to_string(a) + " b=" + std::to_string(b));
       EXPECT_EQ(exec_alu(Ops::ADD, dtypes::float32, {f(a), f(b)}), f(a + b));

@@ -249,9 +249,12 @@ class CRenderer final : public Renderer {
     auto bin = [&](const char* op) { return "(" + s(0) + op + s(1) + ")"; };
     std::string e;
     switch (u->op) {
+      case Ops::EXP: e = math("exp"); break;
       case Ops::EXP2: e = math("exp2"); break;
+      case Ops::LOG: e = math("log"); break;
       case Ops::LOG2: e = math("log2"); break;
       case Ops::SIN: e = math("sin"); break;
+      case Ops::COS: e = math("cos"); break;
       case Ops::SQRT: e = math("sqrt"); break;
       case Ops::TRUNC: e = math("trunc"); break;
       case Ops::RECIPROCAL: e = "(" + literal(1, u->dtype) + "/" + s(0) + ")"; break;

@@ -1,7 +1,10 @@
-// Elementwise ops: broadcasting and dtype promotion, then compositions of the primitive ALU ops
-// (exp is EXP2 of a scaled input, cos is a shifted SIN, ...), as tinygrad builds them.
+// Elementwise ops: broadcasting and dtype promotion, then compositions of the primitive ALU ops.
+// exp, log, sin, cos, sqrt, ... are primitives (the renderer calls libm), so they are as accurate
+// as libm; the composites here (tanh, sigmoid, pow) are built to stay within 2 float32 ULPs.
 #include <cmath>
-#include <numbers>
+#include <cstdint>
+#include <optional>
+#include <span>
 
 #include "kiln/error.h"
 #include "tensor/tensor_impl.h"
@@ -39,6 +42,51 @@ Tensor in_float32(const Tensor& x, F f) {
 
 // Math functions are defined on floats: integer and bool inputs become the default float.
 Tensor float_input(const Tensor& t) { return t.dtype().is_float() ? t : t.cast(dtypes::default_float); }
+
+// Below this |x|, tanh(x) = x + x^3 q(x^2) with q a polynomial; above it, (1 - e) / (1 + e) with
+// e = exp(-2|x|) loses at most a bit to cancellation. The coefficients of q (constant term first)
+// are Chebyshev fits (mpmath.chebyfit) of (tanh(x)/x - 1) / x^2 over x^2 in [0, 0.55^2], with
+// errors of 0.07 float32 and 0.02 float64 ULPs.
+constexpr double kTanhPolyBound = 0.55;
+constexpr double kTanhQ32[] = {-0.3333333200797698, 0.1333311372902087, -0.05390942882746055, 0.021309388664443474,
+                               -0.006610227831114734};
+constexpr double kTanhQ64[] = {-0.3333333333333333,    0.13333333333332714,    -0.053968253967434016,
+                               0.021869488493666944,   -0.008863234397814355,  0.003592110378689024,
+                               -0.001455661830100716,  0.0005889360520074057,  -0.0002346347410887237,
+                               8.511313685577672e-05,  -2.060276537636634e-05};
+
+Tensor horner(const Tensor& x, std::span<const double> coefficients) {  // constant term first
+  Tensor acc = x.const_like(coefficients.back());
+  for (size_t i = coefficients.size() - 1; i-- > 0;) acc = acc * x + coefficients[i];
+  return acc;
+}
+
+// pow(double) squares its way to integer exponents up to this size. The error of squaring grows
+// with the exponent (up to about |e| 2^-53 in float64): far below a float32 ULP, but for float64
+// results it would exceed the error of exp(e log|b|) (about |e log b| 2^-53) beyond this.
+constexpr double kMaxSquaringExponent = 1024;
+
+Tensor power_by_squaring(const Tensor& x, uint64_t n) {  // x^n, n >= 1
+  std::optional<Tensor> result;
+  for (Tensor p = x;; p = p * p) {
+    if (n & 1) result = result ? *result * p : p;
+    if ((n >>= 1) == 0) return *result;
+  }
+}
+
+// b^e for float64 tensors of one shape. exp(e log|b|) is computed in float64 because in float32
+// the rounding of e log|b| (up to 89 * 2^-24) would be a relative error of up to ~100 ULP.
+Tensor pow_float64(const Tensor& b, const Tensor& e) {
+  Tensor magnitude = (b.abs().log() * e).exp();
+  // The sign: negative bases keep their sign for odd integer exponents and give NaN for
+  // non-integer ones.
+  Tensor e_is_int = e.trunc().eq(e);
+  Tensor e_is_odd = (e - (e * e.const_like(0.5)).floor() * e.const_like(2)).ne(e.const_like(0));
+  Tensor negative = b.lt(b.const_like(0));
+  Tensor signed_mag = (negative.mul(e_is_odd)).where(magnitude.neg(), magnitude);
+  Tensor result = (negative.mul(e_is_int.logical_not())).where(b.const_like(NAN), signed_mag);
+  return e.eq(e.const_like(0)).where(b.const_like(1), result);  // x^0 is 1, even for 0 and NaN
+}
 
 }  // namespace
 
@@ -187,28 +235,35 @@ Tensor Tensor::neg() const { return dtype().is_bool() ? logical_not() : alu(Ops:
 Tensor Tensor::relu() const { return le(const_like(0)).where(const_like(0), *this); }
 Tensor Tensor::exp2() const { return float_input(*this).alu(Ops::EXP2); }
 Tensor Tensor::log2() const { return float_input(*this).alu(Ops::LOG2); }
-Tensor Tensor::exp() const {
-  return in_float32(float_input(*this), [](const Tensor& x) { return (x * x.const_like(1 / std::numbers::ln2)).alu(Ops::EXP2); });
-}
-Tensor Tensor::log() const {
-  return in_float32(float_input(*this), [](const Tensor& x) { return x.alu(Ops::LOG2) * x.const_like(std::numbers::ln2); });
-}
+Tensor Tensor::exp() const { return float_input(*this).alu(Ops::EXP); }
+Tensor Tensor::log() const { return float_input(*this).alu(Ops::LOG); }
 Tensor Tensor::sqrt() const { return float_input(*this).alu(Ops::SQRT); }
 Tensor Tensor::rsqrt() const { return sqrt().reciprocal(); }
 Tensor Tensor::reciprocal() const { return float_input(*this).alu(Ops::RECIPROCAL); }
 Tensor Tensor::sin() const { return float_input(*this).alu(Ops::SIN); }
-Tensor Tensor::cos() const {
-  return in_float32(float_input(*this), [](const Tensor& x) { return (x.const_like(std::numbers::pi / 2) - x).sin(); });
-}
+Tensor Tensor::cos() const { return float_input(*this).alu(Ops::COS); }
 Tensor Tensor::tan() const {
   return in_float32(float_input(*this), [](const Tensor& x) { return x.sin() / x.cos(); });
 }
 Tensor Tensor::sigmoid() const {
-  return in_float32(float_input(*this), [](const Tensor& x) { return (x.const_like(1) + x.neg().exp()).reciprocal(); });
+  // 1 / (1 + e^-x), or e^x / (1 + e^x) for negative x, so that e^-|x| never overflows and tiny
+  // results keep their (denormal) value instead of becoming 0
+  return in_float32(float_input(*this), [](const Tensor& x) {
+    Tensor e = (-x.abs()).exp();
+    return x.ge(0).where(1.0, e) / (1.0 + e);
+  });
 }
 Tensor Tensor::tanh() const {
   return in_float32(float_input(*this), [](const Tensor& x) {
-    return (x * x.const_like(2)).sigmoid() * x.const_like(2) - x.const_like(1);
+    Tensor small = x.abs().lt(kTanhPolyBound);
+    // The polynomial gets 0 where it is unused: its gradient at a huge x would be inf, and 0 * inf is NaN.
+    Tensor xs = small.where(x, 0.0), s = xs * xs;
+    std::span<const double> q = kTanhQ32;
+    if (x.dtype() == dtypes::float64) q = kTanhQ64;
+    Tensor near_zero = xs + xs * s * horner(s, q);
+    Tensor e = (x.abs() * -2.0).exp();
+    Tensor t = (1.0 - e) / (1.0 + e);
+    return small.where(near_zero, x.lt(0).where(-t, t));  // NaN fails both tests and stays NaN
   });
 }
 Tensor Tensor::abs() const {
@@ -247,20 +302,21 @@ Tensor Tensor::pow(double e) const {
   if (e == 2) return float_input(*this).square();
   if (e == 0.5) return sqrt();
   if (e == -1) return reciprocal();
-  return pow(scalar_like(*this, e));
+  Tensor x = float_input(*this), x64 = x.cast(dtypes::float64);
+  double whole = std::trunc(std::abs(e)), frac = std::abs(e) - whole;
+  if (whole > kMaxSquaringExponent || (frac != 0 && frac != 0.5))
+    return pow_float64(x64, Tensor::full(shape(), e, dtypes::float64)).cast(x.dtype());
+  // Integer and half-integer exponents: repeated squaring (times a square root), in float64 and
+  // rounded once, so results that are floats come out exact (3^10 = 59049, as in PyTorch).
+  std::optional<Tensor> r;
+  if (whole > 0) r = power_by_squaring(x64, static_cast<uint64_t>(whole));
+  if (frac > 0) r = r ? *r * x64.sqrt() : x64.sqrt();
+  return (e < 0 ? r->reciprocal() : *r).cast(x.dtype());
 }
 
 Tensor Tensor::pow(const Tensor& exponent) const {
   auto [b, e] = float_input(*this).broadcast_with(float_input(exponent));
-  // |b|^e, then the sign: negative bases keep their sign for odd integer exponents and give NaN
-  // for non-integer ones.
-  Tensor magnitude = (b.abs().log2() * e).exp2();
-  Tensor e_is_int = e.trunc().eq(e);
-  Tensor e_is_odd = (e - (e * e.const_like(0.5)).floor() * e.const_like(2)).ne(e.const_like(0));
-  Tensor negative = b.lt(b.const_like(0));
-  Tensor signed_mag = (negative.mul(e_is_odd)).where(magnitude.neg(), magnitude);
-  Tensor result = (negative.mul(e_is_int.logical_not())).where(b.const_like(NAN), signed_mag);
-  return e.eq(e.const_like(0)).where(b.const_like(1), result);  // x^0 is 1, even for 0 and NaN
+  return pow_float64(b.cast(dtypes::float64), e.cast(dtypes::float64)).cast(b.dtype());
 }
 
 // ---- operators

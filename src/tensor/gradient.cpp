@@ -86,13 +86,16 @@ const PatternMatcher& gradient_rules() {
              Tensor zero = g.const_like(0);
              return {std::nullopt, s[0].where(g, zero), s[0].where(zero, g)};
            }),
+      rule(Ops::EXP, [](const Tensor& g, const UOp& ret, const auto&) -> Grads { return {Tensor(ret.ref()) * g}; }),
       rule(Ops::EXP2,
            [](const Tensor& g, const UOp& ret, const auto&) -> Grads {
              return {Tensor(ret.ref()) * g * std::numbers::ln2};
            }),
+      rule(Ops::LOG, [](const Tensor& g, const UOp&, const auto& s) -> Grads { return {g / s[0]}; }),
       rule(Ops::LOG2,
            [](const Tensor& g, const UOp&, const auto& s) -> Grads { return {g / (s[0] * std::numbers::ln2)}; }),
       rule(Ops::SIN, [](const Tensor& g, const UOp&, const auto& s) -> Grads { return {s[0].cos() * g}; }),
+      rule(Ops::COS, [](const Tensor& g, const UOp&, const auto& s) -> Grads { return {-s[0].sin() * g}; }),
       rule(Ops::SQRT, [](const Tensor& g, const UOp& ret, const auto&) -> Grads { return {g / (Tensor(ret.ref()) * 2.0)}; }),
       rule(Ops::RECIPROCAL,
            [](const Tensor& g, const UOp& ret, const auto&) -> Grads {

@@ -160,9 +160,12 @@ double exec_float(Ops op, DType d, std::span<const double> in) {
   switch (op) {
     case Ops::NEG: return -v[0];
     case Ops::TRUNC: return std::trunc(v[0]);
+    case Ops::EXP: return r(std::exp(v[0]));
     case Ops::EXP2: return r(std::exp2(v[0]));
+    case Ops::LOG: return r(std::log(v[0]));
     case Ops::LOG2: return r(std::log2(v[0]));
     case Ops::SIN: return r(std::sin(v[0]));
+    case Ops::COS: return r(std::cos(v[0]));
     case Ops::SQRT: return r(std::sqrt(v[0]));
     case Ops::RECIPROCAL: return r(1.0 / v[0]);
     case Ops::ADD: return r(v[0] + v[1]);

@@ -16,7 +16,8 @@ namespace kiln {
   /* movement */ X(RESHAPE) X(PERMUTE) X(EXPAND) X(PAD) X(SHRINK) X(FLIP)             \
   /* tensor-graph hints */ X(CONTIGUOUS) X(DETACH)                                      \
   /* reduce */ X(REDUCE)                                                                \
-  /* unary */ X(CAST) X(BITCAST) X(EXP2) X(LOG2) X(SIN) X(SQRT) X(RECIPROCAL) X(NEG) X(TRUNC) \
+  /* unary */ X(CAST) X(BITCAST) X(EXP) X(EXP2) X(LOG) X(LOG2) X(SIN) X(COS) X(SQRT)       \
+  X(RECIPROCAL) X(NEG) X(TRUNC)                                                         \
   /* binary */ X(ADD) X(MUL) X(SUB) X(FDIV) X(IDIV) X(MOD) X(MAX) X(CMPLT) X(CMPNE) X(CMPEQ) \
   X(AND) X(OR) X(XOR) X(SHL) X(SHR)                                                     \
   /* ternary */ X(WHERE)
@@ -64,7 +65,8 @@ class OpSet {
 };
 
 namespace group {
-inline constexpr OpSet Unary{Ops::EXP2, Ops::LOG2, Ops::SIN, Ops::SQRT, Ops::RECIPROCAL, Ops::NEG, Ops::TRUNC};
+inline constexpr OpSet Unary{Ops::EXP, Ops::EXP2, Ops::LOG,        Ops::LOG2, Ops::SIN,
+                             Ops::COS, Ops::SQRT, Ops::RECIPROCAL, Ops::NEG,  Ops::TRUNC};
 inline constexpr OpSet Binary{Ops::ADD,   Ops::MUL,   Ops::SUB,   Ops::FDIV, Ops::IDIV, Ops::MOD,
                               Ops::MAX,   Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ, Ops::AND, Ops::OR,
                               Ops::XOR,   Ops::SHL,   Ops::SHR};
