@@ -234,6 +234,42 @@ TEST(Random, RandIsUniformOnZeroOne) {
   for (int b = 0; b < 10; b++) EXPECT_NEAR(bins[b], 10000, 500) << "bin " << b;
 }
 
+// The device generator computes splitmix64(seed ^ splitmix64(counter + i)) in uint64 kernels: the
+// same function on the host gives the same numbers, and consecutive draws continue the counter.
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+TEST(Random, MatchesTheSplitmixReference) {
+  const uint64_t seed = 0x1234abcd5678ULL;
+  Tensor::manual_seed(seed);
+  std::vector<double> first = Tensor::rand({3000}, dtypes::float64).to_vector<double>();
+  std::vector<double> second = Tensor::rand({5}, dtypes::float64).to_vector<double>();
+  first.insert(first.end(), second.begin(), second.end());
+  for (uint64_t i = 0; i < first.size(); i++) {
+    double want = static_cast<double>(splitmix64(seed ^ splitmix64(i)) >> 11) * 0x1.0p-53;
+    ASSERT_EQ(first[i], want) << "draw " << i;
+  }
+}
+
+TEST(Random, RandintIsUniformOverItsRange) {
+  Tensor::manual_seed(5);
+  Tensor r = Tensor::randint({60000}, -3, 3);
+  EXPECT_EQ(r.dtype(), dtypes::int32);
+  std::vector<int> counts(6, 0);
+  for (int32_t v : r.to_vector<int32_t>()) {
+    ASSERT_GE(v, -3);
+    ASSERT_LT(v, 3);
+    counts[v + 3]++;
+  }
+  for (int c : counts) EXPECT_NEAR(c, 10000, 500);  // sd ~91
+  EXPECT_THROW(Tensor::randint({2}, 3, 3), kiln::Error);
+  EXPECT_THROW(Tensor::randint({2}, 0, 3, dtypes::float32), kiln::Error);
+}
+
 TEST(Random, RandnIsStandardNormal) {
   Tensor::manual_seed(11);
   Tensor r = Tensor::randn({100000});

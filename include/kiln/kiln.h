@@ -3,6 +3,7 @@
 #include "kiln/counters.h"
 #include "kiln/dtype.h"
 #include "kiln/error.h"
+#include "kiln/jit.h"
 #include "kiln/nn/datasets.h"
 #include "kiln/nn/layers.h"
 #include "kiln/nn/optim.h"

@@ -53,6 +53,7 @@ class Tensor {
   static Tensor eye(int64_t n, DType dtype = dtypes::float32);
   static Tensor rand(Shape shape, DType dtype = dtypes::float32);   // U[0,1)
   static Tensor randn(Shape shape, DType dtype = dtypes::float32);  // N(0,1)
+  static Tensor randint(Shape shape, int64_t low = 0, int64_t high = 10, DType dtype = dtypes::int32);  // [low, high)
   static void manual_seed(uint64_t seed);
   static Tensor uniform(Shape shape, double low = 0, double high = 1, DType dtype = dtypes::float32);
   static Tensor normal(Shape shape, double mean = 0, double std = 1, DType dtype = dtypes::float32);
@@ -117,6 +118,7 @@ class Tensor {
   // Bitwise ops on integers and bools (tinygrad's names).
   Tensor bitwise_and(const Tensor& o) const, bitwise_or(const Tensor& o) const, bitwise_xor(const Tensor& o) const;
   Tensor bitwise_not() const;
+  Tensor lshift(int bits) const, rshift(int bits) const;  // integers: x << bits, x >> bits (logical for unsigned)
   Tensor where(const Tensor& if_true, const Tensor& if_false) const;  // this is the condition
   // The same with C++ scalars (converted as the arithmetic operators do).
   template <Scalar S> Tensor lt(S v) const;

@@ -1,8 +1,7 @@
-// Creation: constants are lazy (a CONST broadcast to the shape); ranges and random numbers are
-// generated on the host straight into a device buffer.
+// Creation: constants are lazy (a CONST broadcast to the shape); ranges and identity matrices are
+// generated on the host straight into a device buffer. Random numbers: random.cpp.
 #include <algorithm>
 #include <cmath>
-#include <numbers>
 
 #include "kiln/error.h"
 #include "tensor/tensor_impl.h"
@@ -25,34 +24,6 @@ Tensor from_doubles(const std::vector<double>& values, Shape shape, DType dtype)
     case ScalarType::Int64: return converted<int64_t>(values, std::move(shape));
     default: return converted<double>(values, std::move(shape)).cast(dtype);
   }
-}
-
-// The largest double below 1 that stays below 1 when rounded to `dtype`.
-double below_one(DType dtype) {
-  switch (dtype.scalar) {
-    case ScalarType::Float16: return 1.0 - 0x1.0p-11;
-    case ScalarType::BFloat16: return 1.0 - 0x1.0p-8;
-    case ScalarType::Float32: return 1.0 - 0x1.0p-24;
-    default: return 1.0 - 0x1.0p-53;
-  }
-}
-
-// Counter-based generator: value i of seed s is a pure function of (s, i), so manual_seed makes
-// every later draw reproducible.
-struct Rng {
-  uint64_t seed = 0x853c49e6748fea9bULL;
-  uint64_t counter = 0;
-  static uint64_t splitmix64(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-  }
-  double uniform() { return static_cast<double>(splitmix64(seed ^ splitmix64(counter++)) >> 11) * 0x1.0p-53; }
-};
-Rng& rng() {
-  static Rng r;
-  return r;
 }
 
 // A scalar CONST broadcast to `shape` (a view: nothing is stored).
@@ -109,68 +80,6 @@ Tensor Tensor::eye(int64_t n, DType dtype) {
   std::vector<double> v(static_cast<size_t>(n * n), 0.0);
   for (int64_t i = 0; i < n; i++) v[i * n + i] = 1;
   return from_doubles(v, {n, n}, dtype);
-}
-
-void Tensor::manual_seed(uint64_t seed) { rng() = Rng{seed, 0}; }
-
-namespace {
-
-// Host draws of `shape`'s element count, converted into a new buffer.
-template <class Draw>
-Tensor host_random(Shape shape, DType dtype, const char* what, Draw draw) {
-  check_shape(shape, what);
-  if (!dtype.is_float()) throw_error(what, ": expected a float dtype, got ", dtype.name());
-  std::vector<double> v(static_cast<size_t>(kiln::prod(shape)));
-  for (double& x : v) x = draw();
-  return from_doubles(v, std::move(shape), dtype);
-}
-
-double standard_normal() {  // Box-Muller
-  double u1 = 1.0 - rng().uniform(), u2 = rng().uniform();
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
-}
-
-double fan_in(const Shape& s) {
-  double n = 1;
-  for (size_t i = 1; i < s.size(); i++) n *= static_cast<double>(s[i]);
-  return n;
-}
-
-}  // namespace
-
-Tensor Tensor::rand(Shape shape, DType dtype) {
-  const double top = below_one(dtype);  // rounding must not reach 1
-  return host_random(std::move(shape), dtype, "rand", [&] { return std::min(rng().uniform(), top); });
-}
-
-Tensor Tensor::randn(Shape shape, DType dtype) { return host_random(std::move(shape), dtype, "randn", standard_normal); }
-
-Tensor Tensor::uniform(Shape shape, double low, double high, DType dtype) {
-  return host_random(std::move(shape), dtype, "uniform", [&] { return low + (high - low) * rng().uniform(); });
-}
-
-Tensor Tensor::normal(Shape shape, double mean, double std, DType dtype) {
-  return host_random(std::move(shape), dtype, "normal", [&] { return mean + std * standard_normal(); });
-}
-
-Tensor Tensor::kaiming_uniform(Shape shape, double a, DType dtype) {
-  double bound = std::sqrt(3.0) * std::sqrt(2.0 / (1 + a * a)) / std::sqrt(fan_in(shape));
-  return uniform(std::move(shape), -bound, bound, dtype);
-}
-
-Tensor Tensor::kaiming_normal(Shape shape, double a, DType dtype) {
-  double std = std::sqrt(2.0 / (1 + a * a)) / std::sqrt(fan_in(shape));
-  return normal(std::move(shape), 0, std, dtype);
-}
-
-Tensor Tensor::glorot_uniform(Shape shape, DType dtype) {
-  double bound = shape.empty() ? 1 : std::sqrt(6.0 / (static_cast<double>(shape[0]) + fan_in(shape)));
-  return uniform(std::move(shape), -bound, bound, dtype);
-}
-
-Tensor Tensor::scaled_uniform(Shape shape, DType dtype) {
-  double bound = 1 / std::sqrt(static_cast<double>(std::max<int64_t>(1, kiln::prod(shape))));
-  return uniform(std::move(shape), -bound, bound, dtype);
 }
 
 }  // namespace kiln

@@ -212,6 +212,19 @@ Tensor Tensor::bitwise_not() const {
   return bitwise_xor(full(shape(), int64_t{-1}, dtype()));  // all ones in every integer width
 }
 
+Tensor Tensor::lshift(int bits) const {
+  if (!dtype().is_int()) throw_error("lshift: expected an integer tensor, got ", dtype().name());
+  if (bits < 0 || bits >= 8 * dtype().itemsize())
+    throw_error("lshift: expected a shift in [0, ", 8 * dtype().itemsize(), ") for ", dtype().name(), ", got ", bits);
+  return alu(Ops::SHL, {full(shape(), int64_t{bits}, dtype())});
+}
+Tensor Tensor::rshift(int bits) const {
+  if (!dtype().is_int()) throw_error("rshift: expected an integer tensor, got ", dtype().name());
+  if (bits < 0 || bits >= 8 * dtype().itemsize())
+    throw_error("rshift: expected a shift in [0, ", 8 * dtype().itemsize(), ") for ", dtype().name(), ", got ", bits);
+  return alu(Ops::SHR, {full(shape(), int64_t{bits}, dtype())});
+}
+
 Tensor Tensor::logical_not() const {
   Tensor b = cast(dtypes::bool_);
   return b.alu(Ops::CMPNE, {b.const_like(1)});

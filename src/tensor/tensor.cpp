@@ -106,6 +106,9 @@ Tensor tensor_from_bytes(const void* data, size_t bytes, DType dtype, Shape shap
 
 void tensor_to_bytes(const Tensor& t, void* dst, size_t bytes) {
   std::lock_guard lock(realize_mutex());
+  if (engine::capturing())
+    throw_error("TinyJit: reading tensor data (to_vector, item) inside a captured call is not allowed: a replay "
+                "would not read it again; return the tensor instead");
   Tensor realized = t;
   realized.realize();
   const UOp* base = realized.uop().get();
@@ -135,7 +138,12 @@ Tensor& Tensor::realize() {
 void Tensor::realize(const std::vector<Tensor>& tensors) {
   std::lock_guard lock(realize_mutex());
   std::vector<UOpRef> roots;
-  for (const Tensor& t : tensors) roots.push_back(t.uop());
+  for (const Tensor& t : tensors) {
+    UOpRef u = t.uop();
+    // already a view of its buffer: nothing to schedule (a JIT replay realizes its arguments)
+    if (!(schedule::is_buffer_view(u.get()) && schedule::strip_contiguous(u) == u)) roots.push_back(std::move(u));
+  }
+  if (roots.empty()) return;
   schedule::Schedule s = engine::realize(roots);
   TensorRegistry::get().apply(s.becomes);
 }

@@ -48,6 +48,7 @@ class TensorRegistry {
   std::vector<std::shared_ptr<TensorImpl>> live();
   // Points every live tensor whose graph contains a replaced node at the replacement.
   void apply(const std::unordered_map<const UOp*, UOpRef>& becomes);
+  static const std::shared_ptr<TensorImpl>& impl_of(const Tensor& t) { return t.impl_; }
 
  private:
   std::mutex mu_;
