@@ -1,6 +1,8 @@
 // Training-step benchmark: one Adam step of tinygrad's beautiful_mnist CNN (forward, backward,
-// update, BatchNorm statistics) at a given batch size, in ms per step (compile excluded by warm-up
-// steps). Writes `key value` lines to argv[1]; bench/run.sh adds PyTorch's figure from the same run.
+// update, BatchNorm statistics) at a given batch size, in ms per step, whole steps (building the
+// graph, scheduling, launching), called directly and through TinyJit (compile excluded by warm-up
+// steps), and the step's peak device memory. Writes `key value` lines to argv[1]; bench/run.sh adds
+// PyTorch's figure from the same run.
 //   train_step [out_file] [batch]
 #include <kiln/kiln.h>
 
@@ -26,28 +28,43 @@ int main(int argc, char** argv) {
   std::vector<int32_t> labels(static_cast<size_t>(batch));
   for (size_t i = 0; i < labels.size(); i++) labels[i] = static_cast<int32_t>(i % 10);
   Tensor::training = true;
-  auto step = [&] {
-    Tensor x = Tensor::randn({batch, 1, 28, 28});
+  auto step = [&](const Tensor& x, const Tensor& y) {
     opt.zero_grad();
-    Tensor loss = model(x).sparse_categorical_crossentropy(Tensor::from_vector(labels, {batch}));
+    Tensor loss = model(x).sparse_categorical_crossentropy(y);
     loss.backward();
     std::vector<Tensor> todo = opt.schedule_step();
     todo.insert(todo.end(), state.begin(), state.end());
     todo.push_back(loss);
-    auto t0 = std::chrono::steady_clock::now();
     Tensor::realize(todo);
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return loss;
   };
-  for (int i = 0; i < 2; i++) step();  // compile (or load from the disk cache)
-  std::vector<double> ms;
-  for (int i = 0; i < 5; i++) ms.push_back(step());
-  std::sort(ms.begin(), ms.end());
+  TinyJit jitted(step);
+  Tensor y = Tensor::from_vector(labels, {batch});
+  // median ms of whole steps, after warm-up calls (compiles, and the JIT's capture)
+  auto time_steps = [&](auto&& run) {
+    for (int i = 0; i < 3; i++) run(Tensor::randn({batch, 1, 28, 28}).realize(), y);
+    std::vector<double> ms;
+    for (int i = 0; i < 7; i++) {
+      Tensor x = Tensor::randn({batch, 1, 28, 28}).realize();
+      auto t0 = std::chrono::steady_clock::now();
+      run(x, y);
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+  };
+  // alternate, so both see the same machine
+  double plain_ms = time_steps(step), jit_ms = time_steps(jitted);
+  plain_ms = std::min(plain_ms, time_steps(step));
+  jit_ms = std::min(jit_ms, time_steps(jitted));
+  Tensor x = Tensor::randn({batch, 1, 28, 28}).realize();
   GlobalCounters::reset();
-  step();
-  std::printf("beautiful_mnist training step, batch %lld: median %.1f ms (best %.1f), %lld kernels\n",
-              static_cast<long long>(batch), ms[ms.size() / 2], ms[0], static_cast<long long>(GlobalCounters::kernel_count));
+  step(x, y);
+  const int64_t kernels = GlobalCounters::kernel_count, peak = GlobalCounters::mem_peak;
+  std::printf("beautiful_mnist training step, batch %lld: %.1f ms, with TinyJit %.1f ms; %lld kernels, peak memory %.1f MB\n",
+              static_cast<long long>(batch), plain_ms, jit_ms, static_cast<long long>(kernels), peak / 1e6);
   std::ofstream f(out);
-  f << "train_step_batch " << batch << "\ntrain_step_ms " << ms[ms.size() / 2] << "\ntrain_step_kernels "
-    << GlobalCounters::kernel_count << "\n";
+  f << "train_step_batch " << batch << "\ntrain_step_ms " << plain_ms << "\ntrain_step_jit_ms " << jit_ms
+    << "\ntrain_step_kernels " << kernels << "\ntrain_step_peak_mb " << peak / 1e6 << "\n";
   return 0;
 }

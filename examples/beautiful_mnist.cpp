@@ -172,6 +172,20 @@ int train(Flags f, const CLI::App& app) {
               static_cast<unsigned long long>(f.seed));
   std::fflush(stdout);
 
+  // The training step, as a replay of its kernels from the third call on (TinyJit): no scheduling
+  // or codegen per step.
+  auto train_step = TinyJit([&](const Tensor& images, const Tensor& labels) {
+    opt.zero_grad();
+    Tensor loss = model(images).sparse_categorical_crossentropy(labels);
+    loss.backward();
+    // One schedule for the whole step: the updates, Adam's state, the BatchNorm running
+    // statistics (assigned by the forward pass) and the loss.
+    std::vector<Tensor> work = opt.schedule_step();
+    for (const auto& [name, tensor] : model_state) work.push_back(tensor);
+    work.push_back(loss);
+    Tensor::realize(work);
+    return loss;
+  });
   mnist::Progress progress((f.epochs - first_epoch) * steps_per_epoch, f.batch_size, f.log_every);
   double train_seconds = 0, accuracy = 0;
   int64_t steps_run = 0;
@@ -183,15 +197,7 @@ int train(Flags f, const CLI::App& app) {
       for (int64_t step = 0; step < steps_per_epoch; step++) {
         std::span<const int64_t> indices = std::span(order).subspan(step * f.batch_size, f.batch_size);
         mnist::Batch batch = mnist::make_batch(data.train, indices, f.batch_size, norm);
-        opt.zero_grad();
-        Tensor loss = model(batch.images).sparse_categorical_crossentropy(batch.labels);
-        loss.backward();
-        // One schedule for the whole step: the updates, Adam's state, the BatchNorm running
-        // statistics (assigned by the forward pass) and the loss.
-        std::vector<Tensor> work = opt.schedule_step();
-        for (const auto& [name, tensor] : model_state) work.push_back(tensor);
-        work.push_back(loss);
-        Tensor::realize(work);
+        Tensor loss = train_step(batch.images, batch.labels);
         schedule.step();
         steps_run++;
         // The loss is already computed; reading it is a small copy, done only when it is shown.

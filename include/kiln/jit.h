@@ -18,6 +18,7 @@
 //   std::pair/std::tuple of Tensors, or nothing.
 // - Reading tensor data (to_vector, item) inside a captured call is an error: it would not be replayed.
 // - Kernels that depend on no input and no state run once; their results are reused.
+// JIT=0 in the environment turns replays off: every call runs the function (for debugging).
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -40,6 +41,7 @@ class Core {
   Core(Core&&) noexcept;
   Core& operator=(Core&&) noexcept;
 
+  static bool enabled();                // false with JIT=0
   int calls() const { return calls_; }  // calls so far; replays start at the third
   // Called around the second call: records every kernel launched in between.
   void begin_capture(const std::vector<Tensor>& inputs);
@@ -114,6 +116,7 @@ class TinyJit {
     std::vector<Tensor> inputs;
     (jit::collect(inputs, args), ...);
     Tensor::realize(inputs);
+    if (!jit::Core::enabled()) return fn_(std::forward<A>(args)...);
     core_.count_call();
     if (core_.calls() >= 3) {
       std::vector<Tensor> out = core_.replay(inputs);

@@ -67,7 +67,10 @@ void launch(const KernelCall& call, int debug) {
 
 void run_calls(const std::vector<KernelCall>& calls, const std::unordered_set<const UOp*>& keep) {
   const int debug = env::debug_level();
-  std::vector<std::vector<const UOp*>> releases = releases_after(calls, keep);
+  // A JIT capture keeps every buffer: results of kernels that depend on no input are reused by
+  // the replays.
+  std::vector<std::vector<const UOp*>> releases =
+      capture_sink ? std::vector<std::vector<const UOp*>>(calls.size()) : releases_after(calls, keep);
   for (size_t c = 0; c < calls.size(); c++) {
     launch(calls[c], debug);
     for (const UOp* b : releases[c]) release_memory(*b);
@@ -78,13 +81,17 @@ void run_calls(const std::vector<KernelCall>& calls, const std::unordered_set<co
 void set_capture(std::vector<KernelCall>* sink) { capture_sink = sink; }
 bool capturing() { return capture_sink != nullptr; }
 
-schedule::Schedule realize(const std::vector<UOpRef>& roots) {
+schedule::Schedule schedule(const std::vector<UOpRef>& roots) {
   auto start = std::chrono::steady_clock::now();
   schedule::Schedule s = schedule::create_schedule(roots);
   engine_stats().schedules++;
   if (env::debug_level() >= 1 && !s.linear->src.empty())
     fprintf(stderr, "scheduled %zu kernels in %.2f ms\n", s.linear->src.size(),
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  return s;
+}
+
+void run_schedule(const schedule::Schedule& s, const std::unordered_set<const UOp*>& needed) {
   std::vector<std::pair<UOpRef, runtime::Device*>> kernels;
   for (const UOpRef& call : s.linear->src)
     kernels.push_back({call->src[0], &runtime::get_device(call->src[1]->arg_as<BufferArg>().device)});
@@ -95,15 +102,15 @@ schedule::Schedule realize(const std::vector<UOpRef>& roots) {
     calls.push_back({&compiled_kernel(kernels[c].first, *kernels[c].second), kernels[c].second,
                      std::vector<UOpRef>(call->src.begin() + 1, call->src.end())});
   }
-  // what the realized tensors become keeps its buffers; the rest are intermediates
+  // the buffers of the realized nodes still needed; the rest are intermediates
   std::unordered_set<const UOp*> keep;
   for (const auto& [node, view] : s.becomes)
-    for (const UOp* u : view->toposort())
-      if (u->op == Ops::BUFFER) keep.insert(u);
+    if (needed.count(node))
+      for (const UOp* u : view->toposort())
+        if (u->op == Ops::BUFFER) keep.insert(u);
   run_calls(calls, keep);
   if (env::debug_level() >= 1 && !calls.empty())
     fprintf(stderr, "memory: %.2f MB in use, peak %.2f MB\n", GlobalCounters::mem_used / 1e6, GlobalCounters::mem_peak / 1e6);
-  return s;
 }
 
 }  // namespace engine

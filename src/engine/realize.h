@@ -17,9 +17,11 @@ struct KernelCall {
   std::vector<UOpRef> buffers;
 };
 
-// Schedules `roots` (tensor-graph nodes), runs the kernels, and returns what each realized node
-// became (views of the new buffers).
-schedule::Schedule realize(const std::vector<UOpRef>& roots);
+// Schedules `roots` (tensor-graph nodes): the kernels to run and what each realized node becomes.
+schedule::Schedule schedule(const std::vector<UOpRef>& roots);
+// Runs a schedule. Realized nodes in `needed` (those something still refers to) keep their
+// buffers; the other buffers are intermediates, reused as soon as their last reader has run.
+void run_schedule(const schedule::Schedule& s, const std::unordered_set<const UOp*>& needed);
 
 // Launches `calls` in order. Buffers they write that `keep` does not hold are intermediates: their
 // memory is reused as soon as their last reader has run (the memory planner).

@@ -16,6 +16,7 @@
 #include "kiln/error.h"
 #include "kiln/ir/pattern_matcher.h"
 #include "schedule/schedule.h"
+#include "support/env.h"
 #include "tensor/tensor_impl.h"
 
 namespace kiln::jit {
@@ -152,6 +153,8 @@ Core::Core() = default;
 Core::~Core() { abort_capture(); }
 Core::Core(Core&&) noexcept = default;
 Core& Core::operator=(Core&&) noexcept = default;
+
+bool Core::enabled() { return env::get_int("JIT", 1) != 0; }
 
 size_t Core::kernels() const { return plan_ ? plan_->calls.size() : 0; }
 

@@ -44,6 +44,27 @@ void TensorRegistry::apply(const std::unordered_map<const UOp*, UOpRef>& becomes
   }
 }
 
+std::unordered_set<const UOp*> TensorRegistry::in_use(const std::unordered_map<const UOp*, UOpRef>& becomes) {
+  std::unordered_set<const UOp*> used, seen;
+  std::vector<const UOp*> stack;
+  std::vector<UOpRef> graphs;  // kept alive while walked
+  for (const auto& t : live()) {
+    graphs.push_back(t->uop());
+    stack.push_back(graphs.back().get());
+  }
+  while (!stack.empty()) {
+    const UOp* u = stack.back();
+    stack.pop_back();
+    if (!seen.insert(u).second || u->op == Ops::BUFFER) continue;
+    if (becomes.count(u)) {
+      used.insert(u);  // the tensor will read its buffer; what it was computed from is not needed
+      continue;
+    }
+    for (const UOpRef& s : u->src) stack.push_back(s.get());
+  }
+  return used;
+}
+
 std::recursive_mutex& realize_mutex() {
   static std::recursive_mutex* m = new std::recursive_mutex();  // tensors may be read during static teardown
   return *m;
@@ -144,7 +165,8 @@ void Tensor::realize(const std::vector<Tensor>& tensors) {
     if (!(schedule::is_buffer_view(u.get()) && schedule::strip_contiguous(u) == u)) roots.push_back(std::move(u));
   }
   if (roots.empty()) return;
-  schedule::Schedule s = engine::realize(roots);
+  schedule::Schedule s = engine::schedule(roots);
+  engine::run_schedule(s, TensorRegistry::get().in_use(s.becomes));
   TensorRegistry::get().apply(s.becomes);
 }
 

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "kiln/tensor.h"
@@ -48,6 +49,8 @@ class TensorRegistry {
   std::vector<std::shared_ptr<TensorImpl>> live();
   // Points every live tensor whose graph contains a replaced node at the replacement.
   void apply(const std::unordered_map<const UOp*, UOpRef>& becomes);
+  // The realized nodes (keys of `becomes`) that some live tensor's graph refers to.
+  std::unordered_set<const UOp*> in_use(const std::unordered_map<const UOp*, UOpRef>& becomes);
   static const std::shared_ptr<TensorImpl>& impl_of(const Tensor& t) { return t.impl_; }
 
  private:
