@@ -18,6 +18,10 @@
 #include "kiln/ir/pattern_matcher.h"
 #include "runtime/device.h"
 #include "support/env.h"
+#include "support/profile.h"
+#include "uop/rewrite_trace.h"
+#include "viz/at_exit.h"
+#include "viz/run_log.h"
 
 namespace kiln {
 
@@ -35,6 +39,7 @@ namespace {
 struct CompiledKernel {
   codegen::Program program;
   std::unique_ptr<runtime::Program> runtime;
+  int64_t viz_id = -1;  // its source in the VIZ log
 };
 
 // Visible width of a string that may hold ANSI color codes.
@@ -89,6 +94,7 @@ class KernelCache {
     }
     if (todo.empty()) return;
     auto compile = [](Pending& p) {
+      profile::Scope timed("compile", p.kernel->program.name);
       try {
         auto before = runtime::compile_stats().compiled.load();
         auto start = std::chrono::steady_clock::now();
@@ -104,6 +110,7 @@ class KernelCache {
     std::vector<std::thread> threads;
     for (size_t w = 1; w < workers; w++)
       threads.emplace_back([&] {
+        profile::name_thread("kiln compile");
         for (size_t i; (i = next++) < todo.size();) compile(todo[i]);
       });
     for (size_t i; (i = next++) < todo.size();) compile(todo[i]);
@@ -130,6 +137,8 @@ class KernelCache {
 
   // Codegen for one kernel, printing its stages at DEBUG 3-6.
   static std::unique_ptr<CompiledKernel> generate(const UOpRef& ast, runtime::Device& dev, bool optimize) {
+    profile::Scope timed("codegen", [&] { return kernel_name(ast); });
+    trace::Context viz_context([&] { return "kernel " + kernel_name(ast); });
     auto k = std::make_unique<CompiledKernel>();
     const int debug = env::debug_level();
     if (debug >= 5) fprintf(stderr, "%s", print_graph(ast).c_str());
@@ -145,12 +154,24 @@ class KernelCache {
         fprintf(stderr, "  %-8s %-10s %s\n", std::string(op_name(u->op)).c_str(), u->dtype.name().c_str(),
                 arg_to_string(u->arg).c_str());
     if (debug >= 4) fprintf(stderr, "%s\n", k->program.source.c_str());
+    if (trace::enabled())
+      k->viz_id = viz::record_kernel({k->program.name, trace::current_context(), k->program.source, k->program.opts});
     return k;
   }
 
   std::mutex mu_;
   std::map<Key, std::pair<UOpRef, std::unique_ptr<CompiledKernel>>> cache_;
 };
+
+// A CALL's buffers as the VIZ schedule shows them.
+std::vector<viz::BufferUse> viz_buffers(const UOpRef& call) {
+  std::vector<viz::BufferUse> out;
+  for (size_t i = 1; i < call->src.size(); i++) {
+    const BufferArg& b = call->src[i]->arg_as<BufferArg>();
+    out.push_back({b.id, call->src[i]->dtype.name(), b.size, b.device});
+  }
+  return out;
+}
 
 KernelCache& kernel_cache() {
   static KernelCache* c = new KernelCache();  // programs stay loaded until exit
@@ -165,6 +186,7 @@ void run_linear(const UOpRef& linear) {
   for (const UOpRef& call : linear->src)
     kernels.push_back({call->src[0], &runtime::get_device(call->src[1]->arg_as<BufferArg>().device)});
   kernel_cache().prepare(kernels);
+  viz::ScheduleRun viz_run{trace::current_context(), {}};
   for (size_t c = 0; c < kernels.size(); c++) {
     const UOpRef& call = linear->src[c];
     const UOpRef& ast = call->src[0];
@@ -176,7 +198,12 @@ void run_linear(const UOpRef& linear) {
     }
     runtime::Device& dev = *kernels[c].second;
     CompiledKernel& k = kernel_cache().get(ast, dev);
-    double seconds = k.runtime->launch(bufs, {}, k.program.threads, debug >= 2);
+    double seconds;
+    {
+      profile::Scope timed("launch", k.program.name, bytes);
+      seconds = k.runtime->launch(bufs, {}, k.program.threads, debug >= 2);
+    }
+    if (trace::enabled()) viz_run.launches.push_back({k.program.name, k.viz_id, viz_buffers(call), seconds});
     GlobalCounters::kernel_count++;
     GlobalCounters::global_ops += static_cast<int64_t>(k.program.flops);
     GlobalCounters::global_mem += bytes;
@@ -187,11 +214,18 @@ void run_linear(const UOpRef& linear) {
               bufs.size(), GlobalCounters::mem_used / 1e9, seconds * 1e6, GlobalCounters::time_sum_s * 1e3,
               k.program.flops / seconds / 1e9, bytes / seconds / 1e9);
   }
+  if (trace::enabled()) viz::record_schedule(std::move(viz_run));
 }
 
 schedule::Schedule realize(const std::vector<UOpRef>& roots) {
+  viz::install_exit_hook();
+  static std::atomic<int64_t> realizes{0};
+  trace::Context viz_context([&] { return "schedule " + std::to_string(++realizes); });
   auto start = std::chrono::steady_clock::now();
-  schedule::Schedule s = schedule::create_schedule(roots);
+  schedule::Schedule s = [&] {
+    profile::Scope timed("schedule", "schedule");
+    return schedule::create_schedule(roots);
+  }();
   if (env::debug_level() >= 1 && !s.linear->src.empty())
     fprintf(stderr, "scheduled %zu kernels in %.2f ms\n", s.linear->src.size(),
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
