@@ -138,7 +138,8 @@ class KernelCache {
   // Codegen for one kernel, printing its stages at DEBUG 3-6.
   static std::unique_ptr<CompiledKernel> generate(const UOpRef& ast, runtime::Device& dev, bool optimize) {
     profile::Scope timed("codegen", [&] { return kernel_name(ast); });
-    trace::Context viz_context([&] { return "kernel " + kernel_name(ast); });
+    static std::atomic<int64_t> generated{0};  // numbers the contexts: kernels may share a name
+    trace::Context viz_context([&] { return "kernel " + std::to_string(++generated) + " " + kernel_name(ast); });
     auto k = std::make_unique<CompiledKernel>();
     const int debug = env::debug_level();
     if (debug >= 5) fprintf(stderr, "%s", print_graph(ast).c_str());
