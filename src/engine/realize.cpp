@@ -187,7 +187,8 @@ void run_linear(const UOpRef& linear) {
   for (const UOpRef& call : linear->src)
     kernels.push_back({call->src[0], &runtime::get_device(call->src[1]->arg_as<BufferArg>().device)});
   kernel_cache().prepare(kernels);
-  viz::ScheduleRun viz_run{trace::current_context(), {}};
+  viz::ScheduleRun viz_run;
+  if (trace::enabled()) viz_run.context = trace::current_context();
   for (size_t c = 0; c < kernels.size(); c++) {
     const UOpRef& call = linear->src[c];
     const UOpRef& ast = call->src[0];

@@ -1,7 +1,7 @@
 // The VIZ page in headless Chromium, end to end: the demo program runs with VIZ=1 on a free port and
 // serves at exit; the test opens the page, picks a kernel (its source shows), steps through one of
 // its rewrites (the rule's file:line shows, node counts change, changed nodes are highlighted),
-// searches, opens the schedule timeline, and saves a screenshot.
+// collapses a node, searches, opens the schedule timeline, and saves a screenshot.
 //   node viz_page.test.mjs <viz_demo binary> <screenshot.png>
 // Exits 77 (skipped) when chromium or web/node_modules (npm ci in web/) is missing.
 import assert from "node:assert/strict";
@@ -108,6 +108,18 @@ async function main() {
     assert.ok(new Set(counts).size > 1, `node counts change across steps: ${counts}`);
     assert.ok(highlighted > 0, "some step highlights the nodes it changed");
     assert.match(await page.$eval("#node-count", (el) => el.textContent), /^\d+ drawn of \d+ nodes$/);
+
+    // double-clicking a STORE collapses what only it reads, and again expands it
+    const collapseStore = () => page.$$eval("#graph g.node", (nodes) => {
+      const store = nodes.find((g) => g.textContent.startsWith("STORE"));
+      store.dispatchEvent(new MouseEvent("dblclick", { bubbles: true }));
+    });
+    const expanded = await drawn();
+    await collapseStore();
+    await page.waitForFunction((n) => document.querySelectorAll("#graph g.node").length < n, {}, expanded);
+    assert.ok((await page.$eval("#graph", (svg) => svg.textContent)).includes("nodes collapsed]"));
+    await collapseStore();
+    await page.waitForFunction((n) => document.querySelectorAll("#graph g.node").length === n, {}, expanded);
 
     // search by op
     await page.type("#node-search", "STORE");

@@ -19,9 +19,21 @@ const state = {
   kernels: null,      // every kernel's source, fetched on first need
   trace: null,        // the rewrite shown
   step: 0,
+  collapsed: new Map(),  // trace id -> the node ids collapsed in it
   selected: "",       // "trace:<id>" or "kernel:<id>"
 };
-const graph = new GraphView($("graph"), $("graph-status"));
+const graph = new GraphView($("graph"), $("graph-status"), toggleCollapsed);
+
+function collapsedIn(t) {
+  if (!state.collapsed.has(t.id)) state.collapsed.set(t.id, new Set());
+  return state.collapsed.get(t.id);
+}
+
+function toggleCollapsed(id) {
+  const set = collapsedIn(state.trace);
+  if (!set.delete(id)) set.add(id);
+  setStep(state.step);
+}
 
 function show(section) {
   for (const id of ["graph-view", "kernel-view", "schedule-view", "welcome"]) $(id).hidden = id !== section;
@@ -98,11 +110,12 @@ async function setStep(step, keepView = true) {
   $("step-slider").value = state.step;
   $("step-label").textContent = `step ${state.step} / ${t.steps.length}`;
   describeStep(t, state.step);
-  const opts = { hideConsts: $("hide-consts").checked, foldChains: $("fold-chains").checked };
+  const collapsed = collapsedIn(t);
+  const opts = { hideConsts: $("hide-consts").checked, foldChains: $("fold-chains").checked, collapsed };
   const display = displayGraph(t, state.step, opts);
   const total = reachable(t.nodes, t.roots[state.step]).size;
   $("node-count").textContent = `${display.nodes.length} drawn of ${total} nodes`;
-  const key = `${t.id}:${state.step}:${opts.hideConsts}:${opts.foldChains}`;
+  const key = `${t.id}:${state.step}:${opts.hideConsts}:${opts.foldChains}:${[...collapsed].sort()}`;
   if (await graph.show(key, display, keepView)) {
     $("search-count").textContent = $("node-search").value ? `${graph.matches.length} found` : "";
     $("graph").dataset.rendered = `${t.id}:${state.step}`;  // the browser test waits on this

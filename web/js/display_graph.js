@@ -19,12 +19,14 @@ export function nodeColor(op) {
   return "#ffffff";
 }
 
-// Every node reachable from root (sources of sources...).
-export function reachable(nodes, root) {
+// Every node reachable from root (sources of sources...), not looking past `stops`.
+export function reachable(nodes, root, stops = new Set()) {
   const seen = new Set([root]);
   const stack = [root];
   while (stack.length) {
-    for (const s of nodes[stack.pop()].src) {
+    const id = stack.pop();
+    if (stops.has(id)) continue;
+    for (const s of nodes[id].src) {
       if (!seen.has(s)) {
         seen.add(s);
         stack.push(s);
@@ -47,11 +49,12 @@ function wrap(text) {
 
 // The graph after `step` (0: the input) as {nodes: [{id, lines, color, changed, current}], edges:
 // [{from, to, changed}]}. A node is `changed` when the step made it (it was not in the graph
-// before); `current` is the step's replacement itself.
-export function displayGraph(trace, step, { hideConsts, foldChains }) {
+// before); `current` is the step's replacement itself. The sources of `collapsed` nodes are drawn
+// only if something else reaches them.
+export function displayGraph(trace, step, { hideConsts, foldChains, collapsed = new Set() }) {
   const nodes = trace.nodes;
   const root = trace.roots[step];
-  const shown = reachable(nodes, root);
+  const shown = reachable(nodes, root, collapsed);
   const before = step > 0 ? reachable(nodes, trace.roots[step - 1]) : shown;
   const current = step > 0 ? trace.steps[step - 1].after : -1;
   const users = new Map();
@@ -68,6 +71,12 @@ export function displayGraph(trace, step, { hideConsts, foldChains }) {
     const lines = [n.op + (n.dtype === "void" ? "" : ` ${n.dtype}`)];
     if (n.arg) lines.push(...wrap(n.arg));
     if (n.shape) lines.push(n.shape);
+    if (collapsed.has(id)) {
+      const hidden = [...reachable(nodes, id)].filter((h) => !shown.has(h)).length;
+      lines.push(`[+${hidden} nodes collapsed]`);
+      out.nodes.push({ id, lines, color: nodeColor(n.op), changed: isNew(id) && step > 0, current: id === current });
+      continue;
+    }
     let changed = isNew(id);
     n.src.forEach((s, i) => {
       // follow a folded chain down to the node it reads
@@ -89,9 +98,13 @@ export function displayGraph(trace, step, { hideConsts, foldChains }) {
   return out;
 }
 
-// A short expression for a node: its text and its sources' texts, two levels deep.
+// A short expression for a node: its text and its sources' texts, two levels deep, at most
+// MAX_EXPR_SOURCES sources each.
+const MAX_EXPR_SOURCES = 8;
 export function nodeExpr(nodes, id, depth = 2) {
   const n = nodes[id];
   if (depth === 0 || n.src.length === 0) return nodeText(n);
-  return `${nodeText(n)}(${n.src.map((s) => nodeExpr(nodes, s, depth - 1)).join(", ")})`;
+  const shown = n.src.slice(0, MAX_EXPR_SOURCES).map((s) => nodeExpr(nodes, s, depth - 1));
+  if (n.src.length > MAX_EXPR_SOURCES) shown.push(`… ${n.src.length - MAX_EXPR_SOURCES} more`);
+  return `${nodeText(n)}(${shown.join(", ")})`;
 }

@@ -1,5 +1,6 @@
 // Draws a display graph (display_graph.js) as SVG: layout in a worker (cached per graph), zoom with
-// the wheel around the pointer, pan by dragging, search that highlights and centers matches.
+// the wheel around the pointer, pan by dragging, search that highlights and centers matches;
+// double-clicking a node calls onToggle(id) (the page collapses or expands it).
 
 const CHAR_WIDTH = 6.7, LINE_HEIGHT = 13, PAD = 6;
 
@@ -11,9 +12,13 @@ function nodeSize(lines) {
 }
 
 export class GraphView {
-  constructor(svg, status) {
+  constructor(svg, status, onToggle) {
     this.svg = svg;
     this.status = status;
+    svg.addEventListener("dblclick", (ev) => {
+      const g = ev.target.closest("g.node");
+      if (g) onToggle(Number(g.dataset.id));
+    });
     this.worker = new Worker("/js/layout_worker.js");
     this.pending = new Map();  // layout key -> resolve
     this.layouts = new Map();  // layout key -> layout
@@ -48,7 +53,7 @@ export class GraphView {
     if (!this.layouts.has(key)) this.status.textContent = `laying out ${graph.nodes.length} nodes…`;
     const layout = await this.layout(key, graph);
     if (this.shownKey !== key) return false;  // another graph was asked for meanwhile
-    this.status.textContent = "";
+    this.status.textContent = layout.fast ? "large graph: fast layered layout" : "";
     const parts = [`<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6"
       orient="auto"><path d="M0,0L10,5L0,10z" fill="#6b7280"/></marker></defs>`];
     graph.edges.forEach((e, i) => {
@@ -126,13 +131,13 @@ export class GraphView {
       this.view = { x: p.x - (p.x - this.view.x) * k, y: p.y - (p.y - this.view.y) * k, w: this.view.w * k, h: this.view.h * k };
       this.applyView();
     }, { passive: false });
+    // window listeners rather than pointer capture, so clicks still reach the nodes
     let drag = null;
     svg.addEventListener("pointerdown", (ev) => {
       drag = { x: ev.clientX, y: ev.clientY, view: { ...this.view }, scale: toGraph(ev).scale };
-      svg.setPointerCapture(ev.pointerId);
       svg.classList.add("panning");
     });
-    svg.addEventListener("pointermove", (ev) => {
+    window.addEventListener("pointermove", (ev) => {
       if (!drag) return;
       this.view = { ...drag.view, x: drag.view.x - (ev.clientX - drag.x) * drag.scale, y: drag.view.y - (ev.clientY - drag.y) * drag.scale };
       this.applyView();
@@ -141,7 +146,7 @@ export class GraphView {
       drag = null;
       svg.classList.remove("panning");
     };
-    svg.addEventListener("pointerup", stop);
-    svg.addEventListener("pointercancel", stop);
+    window.addEventListener("pointerup", stop);
+    window.addEventListener("pointercancel", stop);
   }
 }
