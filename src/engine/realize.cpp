@@ -216,7 +216,7 @@ void run_linear(const UOpRef& linear) {
               bufs.size(), GlobalCounters::mem_used / 1e9, seconds * 1e6, GlobalCounters::time_sum_s * 1e3,
               k.program.flops / seconds / 1e9, bytes / seconds / 1e9);
   }
-  if (trace::enabled()) viz::record_schedule(std::move(viz_run));
+  if (trace::enabled() && !viz_run.launches.empty()) viz::record_schedule(std::move(viz_run));
 }
 
 schedule::Schedule realize(const std::vector<UOpRef>& roots) {

@@ -9,8 +9,8 @@ using namespace kiln;
 
 int main() {
   // big enough that each kernel's work is split over the thread pool's workers
-  Tensor x = Tensor::randn({256, 256});
-  Tensor w1 = Tensor::randn({256, 256}).requires_grad_(), w2 = Tensor::randn({256, 10}).requires_grad_();
+  Tensor x = Tensor::randn({512, 256});
+  Tensor w1 = Tensor::randn({256, 512}).requires_grad_(), w2 = Tensor::randn({512, 10}).requires_grad_();
   Tensor loss = x.matmul(w1).relu().matmul(w2).square().mean();
   loss.backward();
   Tensor new_w1 = w1 - *w1.grad() * 0.01f, new_w2 = w2 - *w2.grad() * 0.01f;

@@ -17,10 +17,10 @@ export function renderSchedules(container, schedules, openKernel) {
   }
   const html = [];
   for (const s of schedules) {
-    const total = s.launches.reduce((t, l) => t + l.seconds, 0) || 1;
+    const total = s.launches.reduce((t, l) => t + l.seconds, 0);
     let start = 0;
     const bars = s.launches.map((l, i) => {
-      const left = (start / total) * 100, width = (l.seconds / total) * 100;
+      const left = (start / total) * 100 || 0, width = (l.seconds / total) * 100 || 0;
       start += l.seconds;
       return `<div class="bar" data-kernel="${l.kernel_id ?? ""}" title="${escapeHtml(l.kernel)} ${micros(l.seconds)}"
         style="left:${left}%;width:${width}%;background:${BAR_COLORS[i % BAR_COLORS.length]}">${escapeHtml(l.kernel)}</div>`;
