@@ -63,7 +63,7 @@ UOpRef expand_upcasts(const UOpRef& sink_in, int vector_bytes) {
     if (u->op == Ops::RANGE && u->arg_as<RangeArg>().type == AxisType::UNROLL) unroll = u;
     if (u->op == Ops::REDUCE) reduce_itemsize = std::max(reduce_itemsize, u->dtype.itemsize());
   }
-  if (unroll) sink = simplify(vectorize_reduce(sink, unroll, std::max(1, vector_bytes / reduce_itemsize)));
+  if (unroll) sink = simplify(vectorize_reduce(sink, unroll, std::max(1, vector_bytes / reduce_itemsize)), "simplify unrolled");
   std::vector<const UOp*> upcasts;
   for (const UOp* u : sink->toposort())
     if (u->op == Ops::RANGE && u->arg_as<RangeArg>().type == AxisType::UPCAST) upcasts.push_back(u);
@@ -92,7 +92,7 @@ UOpRef expand_upcasts(const UOpRef& sink_in, int vector_bytes) {
         if (std::find(upcasts.begin(), upcasts.end(), s->src[i].get()) == upcasts.end()) end_src.push_back(s->src[i]);
     statements.push_back(end_src.size() > 1 ? UOp::make(Ops::END, dtypes::void_, std::move(end_src)) : grouped);
   }
-  return simplify(UOp::sink(std::move(statements)));
+  return simplify(UOp::sink(std::move(statements)), "simplify expanded");
 }
 
 }  // namespace kiln::codegen

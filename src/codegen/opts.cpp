@@ -51,7 +51,7 @@ UOpRef split_range(const UOpRef& ast, const UOp* r, int64_t amt, AxisType inner_
     }
     ends[u] = u->with_src(std::move(src));
   }
-  return simplify(substitute(substitute(ast, ends), {{r, whole ? inner : outer * amt + inner}}));
+  return simplify(substitute(substitute(ast, ends), {{r, whole ? inner : outer * amt + inner}}), "simplify split");
 }
 
 // The largest power of two in [2, cap] dividing n (vector widths), else its largest divisor in

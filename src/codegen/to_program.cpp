@@ -3,6 +3,7 @@
 #include "kiln/ir/spec.h"
 #include "kiln/ir/symbolic.h"
 #include "support/env.h"
+#include "uop/rewrite_trace.h"
 
 namespace kiln::codegen {
 
@@ -29,11 +30,19 @@ Program to_program(const UOpRef& ast, const Target& target) {
   Program p;
   const bool check = env::get_int("SPEC", 0) > 0;
   if (check) spec::verify_kernel(ast);
-  UOpRef k = simplify(ast);
+  UOpRef k = simplify(ast, "simplify ast");
+  UOpRef before = k;
   k = apply_opts(k, target, p.opts, p.threads);
+  trace::record_pass("opts", before, k);
   p.name = kernel_name(k, false);
   p.display_name = kernel_name(k, true);
-  k = simplify(lower_reduces(expand_upcasts(k, target.optimize ? target.vector_bytes : 0)));
+  before = k;
+  k = expand_upcasts(k, target.optimize ? target.vector_bytes : 0);
+  trace::record_pass("expand upcasts", before, k);
+  before = k;
+  k = lower_reduces(k);
+  trace::record_pass("lower reduces", before, k);
+  k = simplify(k, "simplify lowered");
   p.linear = linearize(k);
   if (check) spec::verify_linear(p.linear);
   p.flops = estimate_flops(p.linear);

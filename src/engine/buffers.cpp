@@ -10,6 +10,7 @@
 #include "runtime/device.h"
 #include "schedule/schedule.h"
 #include "support/env.h"
+#include "support/profile.h"
 
 namespace kiln::engine {
 namespace {
@@ -102,12 +103,14 @@ void* buffer_address(const UOp& buffer) {
 
 void copyin(const UOp& buffer, const void* src, size_t bytes) {
   if (bytes != buffer_bytes(buffer)) throw_error("copyin: buffer holds ", buffer_bytes(buffer), " bytes, got ", bytes);
+  profile::Scope timed("copy", "copyin", static_cast<int64_t>(bytes));
   void* dst = buffer_address(buffer);
   runtime::get_device(buffer.arg_as<BufferArg>().device).allocator().copyin(dst, src, bytes);
 }
 
 void copyout(const UOp& buffer, void* dst, size_t bytes) {
   if (bytes != buffer_bytes(buffer)) throw_error("copyout: buffer holds ", buffer_bytes(buffer), " bytes, asked for ", bytes);
+  profile::Scope timed("copy", "copyout", static_cast<int64_t>(bytes));
   runtime::Device& dev = runtime::get_device(buffer.arg_as<BufferArg>().device);
   dev.synchronize();
   dev.allocator().copyout(dst, buffer_address(buffer), bytes);

@@ -13,6 +13,9 @@
 #include "kiln/ir/pattern_matcher.h"
 #include "runtime/compiler.h"
 #include "support/env.h"
+#include "support/profile.h"
+#include "uop/rewrite_trace.h"
+#include "viz/run_log.h"
 
 namespace kiln::engine {
 namespace {
@@ -80,6 +83,7 @@ class KernelCache {
     }
     if (todo.empty()) return;
     auto compile = [](Pending& p) {
+      profile::Scope timed("compile", p.kernel->program.name);
       try {
         auto before = runtime::compile_stats().compiled.load();
         auto start = std::chrono::steady_clock::now();
@@ -95,6 +99,7 @@ class KernelCache {
     std::vector<std::thread> threads;
     for (size_t w = 1; w < workers; w++)
       threads.emplace_back([&] {
+        profile::name_thread("kiln compile");
         for (size_t i; (i = next++) < todo.size();) compile(todo[i]);
       });
     for (size_t i; (i = next++) < todo.size();) compile(todo[i]);
@@ -121,6 +126,9 @@ class KernelCache {
 
   // Codegen for one kernel, printing its stages at DEBUG 3-6.
   static std::unique_ptr<CompiledKernel> generate(const UOpRef& ast, runtime::Device& dev, bool optimize) {
+    profile::Scope timed("codegen", [&] { return kernel_name(ast); });
+    static std::atomic<int64_t> generated{0};  // numbers the contexts: kernels may share a name
+    trace::Context viz_context([&] { return "kernel " + std::to_string(++generated) + " " + kernel_name(ast); });
     auto k = std::make_unique<CompiledKernel>();
     engine_stats().kernels_generated++;
     k->writes = written_params(ast);
@@ -138,6 +146,8 @@ class KernelCache {
         fprintf(stderr, "  %-8s %-10s %s\n", std::string(op_name(u->op)).c_str(), u->dtype.name().c_str(),
                 arg_to_string(u->arg).c_str());
     if (debug >= 4) fprintf(stderr, "%s\n", k->program.source.c_str());
+    if (trace::enabled())
+      k->viz_id = viz::record_kernel({k->program.name, trace::current_context(), k->program.source, k->program.opts});
     return k;
   }
 

@@ -17,6 +17,7 @@ struct CompiledKernel {
   codegen::Program program;
   std::unique_ptr<runtime::Program> runtime;
   std::vector<bool> writes;  // per PARAM: does the kernel store into it (an output)?
+  int64_t viz_id = -1;       // its source in the VIZ log
 };
 
 // Generates and compiles the kernels not compiled yet; the compiler processes run in parallel.

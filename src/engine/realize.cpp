@@ -8,6 +8,10 @@
 #include "kiln/counters.h"
 #include "kiln/error.h"
 #include "support/env.h"
+#include "support/profile.h"
+#include "uop/rewrite_trace.h"
+#include "viz/at_exit.h"
+#include "viz/run_log.h"
 
 namespace kiln {
 
@@ -43,7 +47,18 @@ std::vector<std::vector<const UOp*>> releases_after(const std::vector<KernelCall
   return out;
 }
 
-void launch(const KernelCall& call, int debug) {
+// A call's buffers as the VIZ schedule shows them.
+std::vector<viz::BufferUse> viz_buffers(const KernelCall& call) {
+  std::vector<viz::BufferUse> out;
+  for (const UOpRef& buffer : call.buffers) {
+    const BufferArg& b = buffer->arg_as<BufferArg>();
+    out.push_back({b.id, buffer->dtype.name(), b.size, b.device});
+  }
+  return out;
+}
+
+// Launches one call; returns its seconds.
+double launch(const KernelCall& call, int debug) {
   std::vector<void*> bufs;
   int64_t bytes = 0;
   for (const UOpRef& b : call.buffers) {
@@ -51,7 +66,11 @@ void launch(const KernelCall& call, int debug) {
     bytes += static_cast<int64_t>(buffer_bytes(*b));
   }
   const CompiledKernel& k = *call.kernel;
-  double seconds = k.runtime->launch(bufs, {}, k.program.threads, debug >= 2);
+  double seconds;
+  {
+    profile::Scope timed("launch", k.program.name, bytes);
+    seconds = k.runtime->launch(bufs, {}, k.program.threads, debug >= 2);
+  }
   GlobalCounters::kernel_count++;
   GlobalCounters::global_ops += static_cast<int64_t>(k.program.flops);
   GlobalCounters::global_mem += bytes;
@@ -61,6 +80,7 @@ void launch(const KernelCall& call, int debug) {
             call.device->name().c_str(), (long long)GlobalCounters::kernel_count,
             pad(k.program.display_name, 30).c_str(), bufs.size(), GlobalCounters::mem_used / 1e9, seconds * 1e6,
             GlobalCounters::time_sum_s * 1e3, k.program.flops / seconds / 1e9, bytes / seconds / 1e9);
+  return seconds;
 }
 
 }  // namespace
@@ -71,10 +91,15 @@ void run_calls(const std::vector<KernelCall>& calls, const std::unordered_set<co
   // the replays.
   std::vector<std::vector<const UOp*>> releases =
       capture_sink ? std::vector<std::vector<const UOp*>>(calls.size()) : releases_after(calls, keep);
+  viz::ScheduleRun viz_run;
+  if (trace::enabled()) viz_run.context = trace::current_context();
   for (size_t c = 0; c < calls.size(); c++) {
-    launch(calls[c], debug);
+    double seconds = launch(calls[c], debug);
+    if (trace::enabled())
+      viz_run.launches.push_back({calls[c].kernel->program.name, calls[c].kernel->viz_id, viz_buffers(calls[c]), seconds});
     for (const UOp* b : releases[c]) release_memory(*b);
   }
+  if (trace::enabled() && !viz_run.launches.empty()) viz::record_schedule(std::move(viz_run));
   if (capture_sink) capture_sink->insert(capture_sink->end(), calls.begin(), calls.end());
 }
 
@@ -82,8 +107,12 @@ void set_capture(std::vector<KernelCall>* sink) { capture_sink = sink; }
 bool capturing() { return capture_sink != nullptr; }
 
 schedule::Schedule schedule(const std::vector<UOpRef>& roots) {
+  viz::install_exit_hook();
   auto start = std::chrono::steady_clock::now();
-  schedule::Schedule s = schedule::create_schedule(roots);
+  schedule::Schedule s = [&] {
+    profile::Scope timed("schedule", "schedule");
+    return schedule::create_schedule(roots);
+  }();
   engine_stats().schedules++;
   if (env::debug_level() >= 1 && !s.linear->src.empty())
     fprintf(stderr, "scheduled %zu kernels in %.2f ms\n", s.linear->src.size(),

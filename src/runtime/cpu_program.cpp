@@ -11,7 +11,7 @@
 
 namespace kiln::runtime {
 
-CpuProgram::CpuProgram(const std::string& library_path, const std::string& function_name) {
+CpuProgram::CpuProgram(const std::string& library_path, const std::string& function_name) : name_(function_name) {
   // RTLD_LOCAL: kernels from different libraries may share symbol names.
   handle_ = dlopen(library_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle_) throw_error("could not load CPU kernel library ", library_path, ": ", dlerror());
@@ -38,7 +38,7 @@ double CpuProgram::launch(const std::vector<void*>& bufs, const std::vector<int6
 
   auto start = std::chrono::steady_clock::now();
   KernelFn fn = fn_;
-  ThreadPool::global().run(n_cores, [&](int core_id) { fn(bufs_ptr, vals_ptr, core_id); });
+  ThreadPool::global().run(n_cores, [&](int core_id) { fn(bufs_ptr, vals_ptr, core_id); }, name_);
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 

@@ -22,6 +22,7 @@ class CpuProgram final : public Program {
 
  private:
   using KernelFn = void (*)(void** bufs, const long long* vals, int core_id);
+  std::string name_;        // the kernel's name, for PROFILE=1
   void* handle_ = nullptr;  // from dlopen, closed in the destructor
   KernelFn fn_ = nullptr;
 };

@@ -13,6 +13,7 @@
 #include "support/env.h"
 #include "schedule/kernelize.h"
 #include "schedule/schedule.h"
+#include "uop/rewrite_trace.h"
 
 namespace kiln::schedule {
 namespace {
@@ -173,7 +174,7 @@ UOpRef renumber_ranges(const UOpRef& sink) {
 // so it never cuts a movement chain.
 const PatternMatcher& drop_detach() {
   static const PatternMatcher pm{{
-      {UPat(Ops::DETACH).named("d"), [](RewriteCtx*, const Match& m) { return m["d"]->src[0]; }},
+      make_rule(UPat(Ops::DETACH).named("d"), [](RewriteCtx*, const Match& m) { return m["d"]->src[0]; }),
   }};
   return pm;
 }
@@ -210,11 +211,17 @@ Schedule build_schedule(const std::vector<UOpRef>& roots) {
     if (prod(group[0]->shape_or_throw()) == 0) continue;  // nothing to compute
     std::vector<UOpRef> bufs;
     UOpRef kernel = renumber_ranges(KernelBuilder(plan, buffers, group).build(bufs));
+    if (trace::enabled()) {
+      std::vector<UOpRef> computed;
+      for (const UOp* u : group) computed.push_back(u->ref());
+      trace::record_pass("rangeify " + kernel_name(kernel), UOp::sink(std::move(computed)), kernel);
+    }
     std::vector<UOpRef> call_src{kernel};
     call_src.insert(call_src.end(), bufs.begin(), bufs.end());
     calls.push_back(UOp::make(Ops::CALL, dtypes::void_, std::move(call_src)));
   }
   out.linear = UOp::make(Ops::LINEAR, dtypes::void_, std::move(calls));
+  trace::record_pass("kernels", split, out.linear);
   // the caller's roots become what their rewritten versions became
   for (size_t i = 0; i < roots.size(); i++)
     if (run_roots[i] != roots[i])

@@ -58,8 +58,8 @@ UOpRef split_reduce(SplitCtx& ctx, const UOpRef& reduce) {
 
 const PatternMatcher& split_rules() {
   static const PatternMatcher pm{{
-      {UPat(Ops::REDUCE).named("r"),
-       [](RewriteCtx* ctx, const Match& m) { return split_reduce(ctx->as<SplitCtx>(), m["r"]); }},
+      make_rule(UPat(Ops::REDUCE).named("r"),
+                [](RewriteCtx* ctx, const Match& m) { return split_reduce(ctx->as<SplitCtx>(), m["r"]); }),
   }};
   return pm;
 }

@@ -4,12 +4,15 @@
 #include <atomic>
 #include <exception>
 
+#include "support/profile.h"
+
 namespace kiln::runtime {
 
 // One run() call. It lives on the caller's stack; run() returns only after every worker that
 // joined it has left (active_workers == 0), so workers never touch a dead batch.
 struct ThreadPool::Batch {
   const std::function<void(int)>* fn = nullptr;
+  std::string_view name;
   int64_t n_tasks = 0;
   std::atomic<int64_t> next{0};  // next unclaimed task; 64-bit so overshooting never wraps
   std::atomic<bool> failed{false};
@@ -48,17 +51,21 @@ ThreadPool& ThreadPool::global() {
   return pool;
 }
 
-void ThreadPool::run(int n_tasks, const std::function<void(int task)>& fn) {
+void ThreadPool::run(int n_tasks, const std::function<void(int task)>& fn, std::string_view name) {
   if (n_tasks <= 0) return;
   // Waking workers costs more than it saves for a single task, and nesting would deadlock.
   if (n_tasks == 1 || workers_.empty() || t_current_pool == this) {
-    for (int i = 0; i < n_tasks; ++i) fn(i);
+    for (int i = 0; i < n_tasks; ++i) {
+      profile::Scope timed("task", name);
+      fn(i);
+    }
     return;
   }
 
   std::lock_guard run_lock(run_mu_);
   Batch batch;
   batch.fn = &fn;
+  batch.name = name;
   batch.n_tasks = n_tasks;
   {
     std::lock_guard lock(mu_);
@@ -83,6 +90,7 @@ void ThreadPool::work_on(Batch& batch) {
   for (int64_t i; (i = batch.next.fetch_add(1, std::memory_order_relaxed)) < batch.n_tasks;) {
     if (batch.failed.load(std::memory_order_relaxed)) continue;  // skip the rest after a failure
     try {
+      profile::Scope timed("task", batch.name);
       (*batch.fn)(static_cast<int>(i));
     } catch (...) {
       std::lock_guard lock(mu_);
@@ -94,6 +102,7 @@ void ThreadPool::work_on(Batch& batch) {
 
 void ThreadPool::worker_loop() {
   CurrentPoolScope scope(this);
+  profile::name_thread("kiln worker");
   uint64_t seen_generation = 0;
   std::unique_lock lock(mu_);
   while (true) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -21,8 +22,9 @@ class ThreadPool {
   // Runs fn(0) ... fn(n_tasks - 1), each exactly once, and returns when all have finished.
   // If a task throws, tasks not yet started are skipped and the first exception is rethrown here.
   // One batch runs at a time: calls from several threads are serialized, and a call made from
-  // inside a task of this pool runs its tasks inline (instead of deadlocking).
-  void run(int n_tasks, const std::function<void(int task)>& fn);
+  // inside a task of this pool runs its tasks inline (instead of deadlocking). With PROFILE=1 each
+  // task is timed on the thread that ran it, as `name`.
+  void run(int n_tasks, const std::function<void(int task)>& fn, std::string_view name = "task");
 
   // Number of threads that work on a batch, the caller included.
   int size() const;

@@ -11,6 +11,7 @@
 #include "kiln/error.h"
 #include "kiln/ir/pattern_matcher.h"
 #include "tensor/custom_gradient.h"
+#include "uop/rewrite_trace.h"
 
 namespace kiln::autograd {
 namespace {
@@ -177,6 +178,7 @@ std::vector<const UOp*> nodes_to_targets(const UOp* root, const std::unordered_s
 
 std::unordered_map<const UOp*, Tensor> compute_gradient(const Tensor& root, const Tensor& root_grad,
                                                         const std::vector<const UOp*>& targets) {
+  trace::Context viz_context("gradient");
   std::unordered_set<const UOp*> target_set(targets.begin(), targets.end());
   std::vector<const UOp*> order = nodes_to_targets(root.uop().get(), target_set);
   std::unordered_set<const UOp*> on_path(order.begin(), order.end());
@@ -203,6 +205,12 @@ std::unordered_map<const UOp*, Tensor> compute_gradient(const Tensor& root, cons
     if (!out) throw_error("gradient: no backward rule for ", op_name(u->op));
     for (size_t i = 0; i < u->src.size(); i++)
       if (out->src[i]->op != Ops::NOOP && on_path.count(u->src[i].get())) accumulate(u->src[i].get(), Tensor(out->src[i]));
+  }
+  if (trace::enabled()) {
+    std::vector<UOpRef> target_grads;
+    for (const UOp* t : targets)
+      if (auto g = grads.find(t); g != grads.end()) target_grads.push_back(g->second.uop());
+    trace::record_pass("backward rules", root.uop(), UOp::sink(std::move(target_grads)));
   }
   return grads;
 }

@@ -8,6 +8,7 @@
 #include "kiln/error.h"
 #include "kiln/ir/pattern_matcher.h"
 #include "schedule/schedule.h"
+#include "uop/rewrite_trace.h"
 
 namespace kiln {
 
@@ -165,6 +166,8 @@ void Tensor::realize(const std::vector<Tensor>& tensors) {
     if (!(schedule::is_buffer_view(u.get()) && schedule::strip_contiguous(u) == u)) roots.push_back(std::move(u));
   }
   if (roots.empty()) return;
+  static std::atomic<int64_t> realizes{0};
+  trace::Context viz_context([&] { return "schedule " + std::to_string(++realizes); });
   schedule::Schedule s = engine::schedule(roots);
   engine::run_schedule(s, TensorRegistry::get().in_use(s.becomes));
   TensorRegistry::get().apply(s.becomes);

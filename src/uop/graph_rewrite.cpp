@@ -1,8 +1,10 @@
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "kiln/error.h"
 #include "kiln/ir/pattern_matcher.h"
+#include "uop/rewrite_trace.h"
 
 namespace kiln {
 namespace {
@@ -30,6 +32,10 @@ constexpr int kMaxRewritesPerNode = 1000;
 // apply the rules; a rule's result is itself fully rewritten before it becomes the node's answer.
 // In bottom-up mode the rules are applied to a node before its sources are visited.
 UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, RewriteOpts opts) {
+  std::optional<trace::Recorder> rec;  // VIZ=1: every step of a named rewrite is recorded
+  if (trace::enabled() && !opts.name.empty()) [[unlikely]] rec.emplace(opts.name, root);
+  SourceLoc rule{};
+  SourceLoc* fired = rec ? &rule : nullptr;
   Memo memo;
   struct Frame {
     UOpRef node;     // the node whose answer this frame computes
@@ -47,7 +53,8 @@ UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, RewriteOpts o
         continue;
       }
       if (opts.bottom_up) {
-        if (UOpRef r = pm.rewrite(f.current, opts.ctx)) {
+        if (UOpRef r = pm.rewrite(f.current, opts.ctx, fired)) {
+          if (rec) rec->step(f.current, r, rule);
           if (++f.rewrites > kMaxRewritesPerNode) throw_error("graph_rewrite: no fixed point for ", op_name(r->op));
           f.current = r;
           continue;  // rewrite again until nothing matches, then descend
@@ -72,7 +79,8 @@ UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, RewriteOpts o
         changed |= new_src.back() != s;
       }
       UOpRef rebuilt = changed ? f.current->with_src(std::move(new_src)) : f.current;
-      UOpRef r = opts.bottom_up && !changed ? UOpRef() : pm.rewrite(rebuilt, opts.ctx);
+      UOpRef r = opts.bottom_up && !changed ? UOpRef() : pm.rewrite(rebuilt, opts.ctx, fired);
+      if (r && rec) rec->step(rebuilt, r, rule);
       if (!r) {
         memo.put(f.node, rebuilt);
         if (f.current != f.node) memo.put(f.current, rebuilt);
@@ -94,7 +102,9 @@ UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, RewriteOpts o
     memo.put(f.node, answer);
     stack.pop_back();
   }
-  return *memo.find(root.get());
+  UOpRef result = *memo.find(root.get());
+  if (rec) rec->finish(result);
+  return result;
 }
 
 UOpRef substitute(const UOpRef& root, const std::unordered_map<const UOp*, UOpRef>& map) {

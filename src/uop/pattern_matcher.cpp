@@ -139,13 +139,16 @@ void PatternMatcher::index() {
   }
 }
 
-UOpRef PatternMatcher::rewrite(const UOpRef& u, RewriteCtx* ctx) const {
+UOpRef PatternMatcher::rewrite(const UOpRef& u, RewriteCtx* ctx, SourceLoc* fired) const {
   for (uint32_t i : by_op_[static_cast<int>(u->op)]) {
     Match m;
     m.root_ = u;
     if (!Matcher(m).match(rules_[i].pat, u)) continue;
     UOpRef r = rules_[i].fn(ctx, m);
-    if (r && r != u) return r;
+    if (r && r != u) {
+      if (fired) *fired = rules_[i].where;
+      return r;
+    }
   }
   return {};
 }

@@ -62,13 +62,13 @@ UOpRef simplify_given(const UOpRef& address, const UOpRef& gate) {
 
 const PatternMatcher& simplify_valid_rules() {
   static const PatternMatcher pm{{
-      {UPat(Ops::INDEX).named("i"),
-       [](RewriteCtx*, const Match& m) {
-         const UOpRef& idx = m["i"];
-         if (idx->src.size() < 3 || divisions(idx->src[1]) == 0) return UOpRef();
-         UOpRef address = simplify_given(idx->src[1], idx->src[2]);
-         return address == idx->src[1] ? UOpRef() : idx->with_src({idx->src[0], address, idx->src[2]});
-       }},
+      make_rule(UPat(Ops::INDEX).named("i"),
+                [](RewriteCtx*, const Match& m) {
+                  const UOpRef& idx = m["i"];
+                  if (idx->src.size() < 3 || divisions(idx->src[1]) == 0) return UOpRef();
+                  UOpRef address = simplify_given(idx->src[1], idx->src[2]);
+                  return address == idx->src[1] ? UOpRef() : idx->with_src({idx->src[0], address, idx->src[2]});
+                }),
   }};
   return pm;
 }

@@ -1108,9 +1108,9 @@ const PatternMatcher& symbolic() {
   return pm;
 }
 
-UOpRef simplify(const UOpRef& u) {
+UOpRef simplify(const UOpRef& u, std::string_view traced_name) {
   static const PatternMatcher pm = symbolic() + simplify_valid_rules();
-  return graph_rewrite(u, pm, {.name = "simplify"});
+  return graph_rewrite(u, pm, {.name = traced_name});
 }
 
 }  // namespace kiln

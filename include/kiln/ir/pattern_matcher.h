@@ -3,7 +3,7 @@
 // rules applied by graph_rewrite: simplification, lowering, codegen, rendering decisions.
 //
 //   const UPat x = UPat::var("x");
-//   PatternMatcher pm{{x + UPat::cconst(0), [](RewriteCtx*, const Match& m) { return m["x"]; }}};
+//   PatternMatcher pm{{make_rule(x + UPat::cconst(0), [](RewriteCtx*, const Match& m) { return m["x"]; })}};
 //   UOpRef simpler = graph_rewrite(sink, pm);
 #include <functional>
 #include <optional>
@@ -93,12 +93,15 @@ class PatternMatcher {
   struct Rule {
     UPat pat;
     RewriteFn fn;
+    // Where the rule was written, shown by VIZ. GCC gives every rule of a braced list the line the
+    // list ends on; make_rule() records the rule's own line with every compiler.
     SourceLoc where = SourceLoc::current();
   };
   PatternMatcher() = default;
   PatternMatcher(std::vector<Rule> rules);
-  // First rule whose pattern matches and whose function returns a node different from `u`.
-  UOpRef rewrite(const UOpRef& u, RewriteCtx* ctx = nullptr) const;
+  // First rule whose pattern matches and whose function returns a node different from `u`;
+  // `fired`, when given, is set to where that rule was written.
+  UOpRef rewrite(const UOpRef& u, RewriteCtx* ctx = nullptr, SourceLoc* fired = nullptr) const;
   friend PatternMatcher operator+(const PatternMatcher& a, const PatternMatcher& b);
   size_t size() const { return rules_.size(); }
 
@@ -108,11 +111,16 @@ class PatternMatcher {
   std::vector<std::vector<uint32_t>> by_op_;  // rule indices per op (rules with any op are in all)
 };
 
+// A rule that records the line it is written on.
+inline PatternMatcher::Rule make_rule(UPat pat, RewriteFn fn, SourceLoc where = SourceLoc::current()) {
+  return {std::move(pat), std::move(fn), where};
+}
+
 struct RewriteOpts {
   RewriteCtx* ctx = nullptr;
   // Bottom-up: rewrite a node before its sources (its sources are then rewritten too).
   bool bottom_up = false;
-  std::string_view name = {};  // shown by tracing
+  std::string_view name = {};  // VIZ=1 records the rewrites that have a name (rewrite_trace.h)
 };
 
 // Rewrites every node of the graph under `root` to a fixed point (sources first, memoized).

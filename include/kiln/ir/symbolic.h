@@ -34,7 +34,8 @@ const PatternMatcher& symbolic_simple();
 const PatternMatcher& symbolic();
 // A gated INDEX's address simplified with the ranges its gate implies (simplify_valid.cpp).
 const PatternMatcher& simplify_valid_rules();
-// graph_rewrite(u, symbolic() + simplify_valid_rules()).
-UOpRef simplify(const UOpRef& u);
+// graph_rewrite(u, symbolic() + simplify_valid_rules()). VIZ=1 records it only under a
+// `traced_name` (whole kernels: the many small index expressions are not worth a trace each).
+UOpRef simplify(const UOpRef& u, std::string_view traced_name = {});
 
 }  // namespace kiln
