@@ -6,3 +6,4 @@ except ImportError as e:
                     "both <repo>/python and <build>/python on PYTHONPATH (see README, section Python)") from e
 
 KilnError = _kiln.KilnError  # every error of the C++ engine (bad shapes, dtypes, axes, files...); a RuntimeError
+KilnError.__module__ = "kiln"  # shown as kiln.KilnError in tracebacks
