@@ -9,6 +9,7 @@ PYBIND11_MODULE(_kiln, m) {
   m.doc() = "kiln's C++ engine; use it through the kiln package";
   py::register_exception<Error>(m, "KilnError", PyExc_RuntimeError);
   bind_dtype(m);
+  bind_uop(m);
   PyTensor tensor(m, "Tensor");
   bind_tensor(m, tensor);
   bind_tensor_ops(tensor);

@@ -2,9 +2,6 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
-#include <kiln/ir/pattern_matcher.h>
-#include <kiln/schedule_item.h>
-
 #include "bindings.h"
 #include "tensor/tensor_impl.h"
 
@@ -35,12 +32,6 @@ py::array to_numpy(const Tensor& t) {
 }  // namespace
 
 void bind_tensor(py::module_& m, PyTensor& tensor) {
-  py::class_<ScheduleItem>(m, "ScheduleItem")
-      .def_readonly("name", &ScheduleItem::name)
-      .def_property_readonly("buffer_count", [](const ScheduleItem& s) { return s.buffers.size(); })
-      .def("__str__", &ScheduleItem::str)
-      .def("__repr__", [](const ScheduleItem& s) { return "<ScheduleItem " + s.name + ">"; });
-
   m.def("get_training", [] { return Tensor::training; });
   m.def("set_training", [](bool on) { Tensor::training = on; });
   m.def("get_no_grad", [] { return Tensor::no_grad; });
@@ -77,7 +68,7 @@ void bind_tensor(py::module_& m, PyTensor& tensor) {
       .def("bitcast", &Tensor::bitcast)
       .def("to", &Tensor::to)
       .def("schedule", &Tensor::schedule)
-      .def("graph", [](const Tensor& t) { return print_graph(t.uop()); })
+      .def_property_readonly("uop", &Tensor::uop)
       // ---- autograd
       .def_property_readonly("requires_grad", &Tensor::requires_grad)
       .def("requires_grad_", [](Tensor& t, bool on) { return t.requires_grad_(on); })

@@ -25,7 +25,6 @@ void bind_tensor_ops(PyTensor& t) {
       .def("eq", static_cast<Binary>(&Tensor::eq))
       .def("ne", static_cast<Binary>(&Tensor::ne))
       .def("where", static_cast<Tensor (Tensor::*)(const Tensor&, const Tensor&) const>(&Tensor::where))
-      .def("clip", &Tensor::clip)
       .def("neg", &Tensor::neg)
       .def("logical_not", &Tensor::logical_not)
       .def("relu", &Tensor::relu)

@@ -8,7 +8,6 @@ import builtins
 from kiln._core import _kiln
 
 DType = _kiln.DType
-DTypeLike = "str | DType"
 
 def _named(name: str) -> DType: return _kiln.dtype_from_name(name)
 

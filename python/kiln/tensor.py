@@ -43,7 +43,7 @@ def _from_python(data, dtype: DType | None) -> _kiln.Tensor:
   if not isinstance(data, np.ndarray): raise TypeError(f"can't create a Tensor from {type(data).__name__}")
   if dtype is not None and (np_dtype := to_numpy_dtype(dtype)) is not None: data = data.astype(np_dtype, copy=False)
   # the C++ side copies C-ordered bytes in the machine's byte order
-  data = np.ascontiguousarray(data, dtype=data.dtype.newbyteorder("="))
+  data = np.asarray(data, dtype=data.dtype.newbyteorder("="), order="C")
   return _kiln.Tensor.from_numpy(data)
 
 def _infer_dtype(data) -> DType:
@@ -93,6 +93,10 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, NNMixin, metaclass=_T
   def element_size(self) -> int: return self.dtype.itemsize
   def nbytes(self) -> int: return self.numel() * self.element_size()
   def is_floating_point(self) -> bool: return self.dtype.is_float
+  @property
+  def uop(self):
+    """The graph behind this tensor (read-only; prints as DEBUG=5 does)."""
+    return self._t.uop
 
   @property
   def requires_grad(self) -> bool: return self._t.requires_grad
@@ -120,7 +124,8 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, NNMixin, metaclass=_T
     _kiln.Tensor.realize_all([self._t] + [t._t for t in lst])
     return self
   def schedule(self) -> list:
-    """The kernels realize() would run now, in order (printable ScheduleItems); runs nothing."""
+    """The kernels realize() would run now, in order: ScheduleItems (name, ast, buffers; str() prints
+    them). Runs nothing."""
     return self._t.schedule()
   def numpy(self):
     if self.dtype == dtypes.bfloat16: return self.float().numpy()

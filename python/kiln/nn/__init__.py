@@ -13,15 +13,17 @@ def _one(x, what: str) -> int:
 
 class Layer:
   """A C++ layer: calling it runs the C++ forward pass; attributes are the C++ layer's, with its
-  tensors seen as Tensors."""
+  tensors seen as Tensors. Python subclasses may add attributes of their own."""
   __slots__ = ("_layer",)
 
   def __init__(self, layer): object.__setattr__(self, "_layer", layer)
   def __call__(self, x: Tensor) -> Tensor: return Tensor._wrap(self._layer(x._t))
   def __getattr__(self, name: str):
+    if name == "_layer": raise AttributeError(name)  # not constructed yet
     value = getattr(self._layer, name)
     return Tensor._wrap(value) if isinstance(value, _kiln.Tensor) else value
   def __setattr__(self, name: str, value):
+    if not hasattr(self._layer, name): return object.__setattr__(self, name, value)
     setattr(self._layer, name, value._t if isinstance(value, Tensor) else value)
 
 class Linear(Layer):

@@ -15,7 +15,8 @@ def _walk(obj, prefix: str, trainable_only: bool) -> dict[str, Tensor]:
   if isinstance(obj, Layer):
     state = obj._layer.state_dict()
     # a layer's running statistics are state but not parameters
-    return {prefix + k: Tensor._wrap(v) for k, v in state.items() if v.requires_grad or not trainable_only}
+    out = {prefix + k: Tensor._wrap(v) for k, v in state.items() if v.requires_grad or not trainable_only}
+    return out | _walk(obj.__dict__, prefix, trainable_only) if hasattr(obj, "__dict__") else out
   if hasattr(obj, "_asdict"): return _walk(obj._asdict(), prefix, trainable_only)
   if isinstance(obj, OrderedDict): return _walk(dict(obj), prefix, trainable_only)
   if hasattr(obj, "__dict__"): return _walk(obj.__dict__, prefix, trainable_only)

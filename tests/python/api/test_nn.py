@@ -85,6 +85,17 @@ def test_layer_attributes_are_the_layers_tensors():
   assert layer(Tensor([[1.0, 1.0, 1.0]])).tolist() == [[8.0, 9.0]]
   with pytest.raises(AttributeError): layer.nope
 
+class ScaledLinear(nn.Linear):  # a Python subclass may add attributes, which are state too
+  def __init__(self):
+    super().__init__(2, 2)
+    self.scale = Tensor([3.0])
+  def __call__(self, x): return super().__call__(x) * self.scale
+
+def test_layer_subclass():
+  layer = ScaledLinear()
+  assert set(get_state_dict(layer)) == {"weight", "bias", "scale"} and len(get_parameters(layer)) == 3
+  assert layer(Tensor.zeros(1, 2)).shape == (1, 2)
+
 def quadratic_steps(make_kiln, make_torch, steps=3):
   """Parameters after `steps` optimizer steps on a loss with a different gradient each step."""
   w0 = np.random.default_rng(0).uniform(-1, 1, (3, 4)).astype(np.float32)

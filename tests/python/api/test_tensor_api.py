@@ -171,7 +171,9 @@ def test_realize_and_schedule():
   a, b = Tensor([1.0, 2.0]), Tensor([3.0, 4.0])
   c = (a * b + 1).relu()
   items = c.schedule()
-  assert len(items) == 1 and "float32" in str(items[0]) and items[0].name
+  assert len(items) == 1 and "float32" in str(items[0]) and items[0].name and len(items[0].buffers) == 3
+  assert items[0].ast.op == "SINK" and "STORE" in repr(items[0].ast)
+  assert c.uop.op == "WHERE" and c.uop.shape == (2,) and c.uop.dtype == dtypes.float32 and "MUL" in repr(c.uop)
   assert c.realize() is c and c.schedule() == []
   d, e = a + 1, a * 2
   d.realize(e)
