@@ -57,19 +57,21 @@ def _infer_dtype(data) -> DType:
   return dtypes.default_int if all(isinstance(x, int) for x in flat) and flat else dtypes.default_float
 
 class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, NNMixin, metaclass=_TensorMeta):
-  __slots__ = ("_t", "__weakref__")
+  # _requires_grad: tinygrad's three states. The C++ flag is on or off; None ("not said", which an
+  # optimizer turns on) and False ("not a parameter", e.g. running statistics) live here.
+  __slots__ = ("_t", "_requires_grad", "__weakref__")
 
   def __init__(self, data, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None):
     dtype = to_dtype(dtype) if dtype is not None else None
     t = data if isinstance(data, _kiln.Tensor) else _from_python(data, dtype)
     if dtype is not None: t = t.cast(dtype)
-    self._t = Tensor._finish(t, device, requires_grad)
+    self._t, self._requires_grad = Tensor._finish(t, device, requires_grad), requires_grad
 
   @classmethod
-  def _wrap(cls, t: _kiln.Tensor) -> Tensor:
+  def _wrap(cls, t: _kiln.Tensor, requires_grad: bool | None = None) -> Tensor:
     """A Tensor around a C++ result, without __init__'s conversions."""
     out = cls.__new__(cls)
-    out._t = t
+    out._t, out._requires_grad = t, requires_grad
     return out
 
   @staticmethod
@@ -99,9 +101,11 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, NNMixin, metaclass=_T
     return self._t.uop
 
   @property
-  def requires_grad(self) -> bool: return self._t.requires_grad
+  def requires_grad(self) -> bool | None:
+    """True if a gradient flows to this tensor; else False or None (None: an optimizer turns it on)."""
+    return True if self._t.requires_grad else self._requires_grad
   @requires_grad.setter
-  def requires_grad(self, on: bool | None): self._t.requires_grad_(bool(on))
+  def requires_grad(self, on: bool | None): self.requires_grad_(on)
   @property
   def grad(self) -> Tensor | None: return None if (g := self._t.grad) is None else Tensor._wrap(g)
   @grad.setter
@@ -205,7 +209,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, NNMixin, metaclass=_T
 
   @staticmethod
   def _create(t: _kiln.Tensor, device: str | None = None, requires_grad: bool | None = None) -> Tensor:
-    return Tensor._wrap(Tensor._finish(t, device, requires_grad))
+    return Tensor._wrap(Tensor._finish(t, device, requires_grad), requires_grad)
 
   @staticmethod
   def manual_seed(seed: int = 0):
@@ -266,8 +270,9 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, NNMixin, metaclass=_T
 
   # ***** autograd *****
 
-  def requires_grad_(self, requires_grad: bool = True) -> Tensor:
-    self._t.requires_grad_(requires_grad)
+  def requires_grad_(self, requires_grad: bool | None = True) -> Tensor:
+    self._t.requires_grad_(bool(requires_grad))
+    self._requires_grad = requires_grad
     return self
 
   def backward(self, gradient: Tensor | None = None) -> Tensor:

@@ -11,6 +11,11 @@ def _one(x, what: str) -> int:
   if len(set(x)) != 1: raise NotImplementedError(f"{what}={tuple(x)}: different sizes per axis are not supported yet")
   return x[0]
 
+def layer_tensor(t: _kiln.Tensor) -> Tensor:
+  """A layer's tensor: a parameter, or state that is explicitly not one (running statistics), so
+  an optimizer given it keeps it up to date instead of training it (tinygrad's buffers)."""
+  return Tensor._wrap(t, None if t.requires_grad else False)
+
 class Layer:
   """A C++ layer: calling it runs the C++ forward pass; attributes are the C++ layer's, with its
   tensors seen as Tensors. Python subclasses may add attributes of their own."""
@@ -21,7 +26,7 @@ class Layer:
   def __getattr__(self, name: str):
     if name == "_layer": raise AttributeError(name)  # not constructed yet
     value = getattr(self._layer, name)
-    return Tensor._wrap(value) if isinstance(value, _kiln.Tensor) else value
+    return layer_tensor(value) if isinstance(value, _kiln.Tensor) else value
   def __setattr__(self, name: str, value):
     if not hasattr(self._layer, name): return object.__setattr__(self, name, value)
     setattr(self._layer, name, value._t if isinstance(value, Tensor) else value)

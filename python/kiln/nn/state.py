@@ -7,34 +7,29 @@ from __future__ import annotations
 from collections import OrderedDict
 from pathlib import Path
 from kiln._core import _kiln
-from kiln.nn import Layer
+from kiln.nn import Layer, layer_tensor
 from kiln.tensor import Tensor
-
-def _walk(obj, prefix: str, trainable_only: bool) -> dict[str, Tensor]:
-  if isinstance(obj, Tensor): return {prefix.strip("."): obj}
-  if isinstance(obj, Layer):
-    state = obj._layer.state_dict()
-    # a layer's running statistics are state but not parameters
-    out = {prefix + k: Tensor._wrap(v) for k, v in state.items() if v.requires_grad or not trainable_only}
-    return out | _walk(obj.__dict__, prefix, trainable_only) if hasattr(obj, "__dict__") else out
-  if hasattr(obj, "_asdict"): return _walk(obj._asdict(), prefix, trainable_only)
-  if isinstance(obj, OrderedDict): return _walk(dict(obj), prefix, trainable_only)
-  if hasattr(obj, "__dict__"): return _walk(obj.__dict__, prefix, trainable_only)
-  out: dict[str, Tensor] = {}
-  if isinstance(obj, (list, tuple)):
-    for i, x in enumerate(obj): out.update(_walk(x, f"{prefix}{i}.", trainable_only))
-  elif isinstance(obj, dict):
-    for k, v in obj.items(): out.update(_walk(v, f"{prefix}{k}.", trainable_only))
-  return out
 
 def get_state_dict(obj, prefix: str = "") -> dict[str, Tensor]:
   """Every tensor of `obj` by dotted name (parameters and running statistics)."""
-  return _walk(obj, prefix, False)
+  if isinstance(obj, Tensor): return {prefix.strip("."): obj}
+  if isinstance(obj, Layer):
+    out = {prefix + k: layer_tensor(v) for k, v in obj._layer.state_dict().items()}
+    return out | get_state_dict(obj.__dict__, prefix) if hasattr(obj, "__dict__") else out  # a Python subclass's own
+  if hasattr(obj, "_asdict"): return get_state_dict(obj._asdict(), prefix)
+  if isinstance(obj, OrderedDict): return get_state_dict(dict(obj), prefix)
+  if hasattr(obj, "__dict__"): return get_state_dict(obj.__dict__, prefix)
+  out: dict[str, Tensor] = {}
+  if isinstance(obj, (list, tuple)):
+    for i, x in enumerate(obj): out.update(get_state_dict(x, f"{prefix}{i}."))
+  elif isinstance(obj, dict):
+    for k, v in obj.items(): out.update(get_state_dict(v, f"{prefix}{k}."))
+  return out
 
 def get_parameters(obj) -> list[Tensor]:
-  """The tensors an optimizer should update: a kiln layer's parameters (not its running
-  statistics) and every tensor held directly by Python objects."""
-  return list(_walk(obj, "", True).values())
+  """Every tensor of `obj`, as tinygrad's: an optimizer trains those whose requires_grad is True or
+  None and keeps the others (running statistics) realized with each step."""
+  return list(get_state_dict(obj).values())
 
 def load_state_dict(model, state_dict: dict[str, Tensor], strict: bool = True, verbose: bool = True, consume: bool = False):
   """Copies `state_dict` into the model's tensors (cast to their dtypes). Missing, unexpected or

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-from kiln import KilnError, Tensor, dtypes, nn  # noqa: E402
+from kiln import KilnError, Tensor, TinyJit, dtypes, nn  # noqa: E402
 from kiln.nn.state import get_parameters, get_state_dict, load_state_dict, safe_load, safe_load_metadata, safe_save  # noqa: E402
 
 def to_torch(t: Tensor): return torch.tensor(t.numpy())
@@ -64,7 +64,8 @@ def test_batchnorm_training_and_eval():
   assert bn.num_batches_tracked.item() == 2
   bn_t.eval()
   check_layer(bn, bn_t, (2, 3, 4, 4))
-  assert len(get_parameters(bn)) == 2 and len(get_state_dict(bn)) == 5
+  assert len(get_parameters(bn)) == len(get_state_dict(bn)) == 5  # tinygrad's: the optimizer tells them apart
+  assert bn.weight.requires_grad is True and bn.running_mean.requires_grad is False
 
 def test_norms_and_embedding():
   check_layer(nn.LayerNorm((4, 5)), torch.nn.LayerNorm((4, 5)), (3, 4, 5), rtol=1e-4, atol=1e-5)
@@ -93,7 +94,7 @@ class ScaledLinear(nn.Linear):  # a Python subclass may add attributes, which ar
 
 def test_layer_subclass():
   layer = ScaledLinear()
-  assert set(get_state_dict(layer)) == {"weight", "bias", "scale"} and len(get_parameters(layer)) == 3
+  assert set(get_state_dict(layer)) == {"weight", "bias", "scale"}
   assert layer(Tensor.zeros(1, 2)).shape == (1, 2)
 
 def quadratic_steps(make_kiln, make_torch, steps=3):
@@ -140,6 +141,39 @@ def test_optimizer_state_and_learning_rate():
   assert w.tolist() == [0.0, 0.5]
   assert isinstance(nn.optim.LAMB([Tensor([1.0])]), nn.optim.Optimizer)
 
+def test_optimizer_trains_parameters_and_keeps_buffers_realized():
+  model = Model()
+  frozen = Tensor([1.0, 2.0, 3.0], requires_grad=False)  # explicitly not a parameter
+  opt = nn.optim.SGD(get_parameters(model) + [frozen], lr=0.1)
+  assert len(opt.params) == 2 * 4 + 2 + 1 and len(opt.buffers) == 2 * 3 + 1
+  assert model.scale.requires_grad  # None before: the optimizer turned it on, as tinygrad's
+  x = Tensor(np.random.default_rng(0).uniform(-1, 1, (2, 2, 5, 5)).astype(np.float32))
+  with Tensor.train():
+    h = sum(b.bn(b.conv(x)) for b in model.blocks)
+    loss = (model.heads["cls"](h.mean((2, 3))) * model.scale).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+  bn = model.blocks[0].bn
+  assert bn.running_mean.schedule() == [] and bn.num_batches_tracked.item() == 1  # realized by the step
+  assert not np.allclose(bn.running_mean.numpy(), 0) and frozen.tolist() == [1.0, 2.0, 3.0]
+
+def test_tinyjit_realizes_the_step_with_the_outputs():
+  w = Tensor([1.0, 2.0], requires_grad=True)
+  opt = nn.optim.SGD([w], lr=0.5)
+  pending = []
+
+  @TinyJit
+  def step():
+    opt.zero_grad()
+    loss = (w * w).sum().backward()
+    opt.step()
+    pending.append(w.schedule())  # the update is not realized yet: it runs with the loss
+    return loss
+  loss = step()
+  assert pending[0] and w.schedule() == [] and loss.schedule() == []
+  assert loss.item() == 5.0 and w.tolist() == [0.0, 0.0]
+
 class Block:
   def __init__(self):
     self.conv, self.bn = nn.Conv2d(2, 4, 3), nn.BatchNorm(4)
@@ -155,8 +189,7 @@ def test_state_dict_names_and_parameters():
   expected = {f"blocks.{i}.{k}" for i in range(2) for k in ("conv.weight", "conv.bias", "bn.weight", "bn.bias", "bn.running_mean",
                                                              "bn.running_var", "bn.num_batches_tracked")}
   assert keys == expected | {"heads.cls.weight", "heads.cls.bias", "scale"}
-  # parameters: not the running statistics, but plain tensors held by Python objects (tinygrad's rule)
-  assert len(get_parameters(Model())) == 2 * 4 + 2 + 1
+  assert len(get_parameters(Model())) == len(keys)
   assert set(get_state_dict(nn.Linear(2, 2), prefix="fc.")) == {"fc.weight", "fc.bias"}
 
 def test_safetensors_round_trip_and_load_state_dict(tmp_path):

@@ -191,7 +191,10 @@ def test_cast_and_bitcast():
 
 def test_autograd_basics():
   x = Tensor([1.0, 2.0, 3.0], requires_grad=True)
-  assert x.requires_grad and x.grad is None and not Tensor([1.0]).requires_grad
+  assert x.requires_grad and x.grad is None
+  # tinygrad's three states: None (not said), False (said no), True
+  assert Tensor([1.0]).requires_grad is None and Tensor([1.0], requires_grad=False).requires_grad is False
+  assert (x * 2).requires_grad is True and (Tensor([1.0]) * 2).requires_grad is None
   loss = (x * x).sum()
   assert loss.backward() is loss
   assert x.grad.tolist() == [2.0, 4.0, 6.0]
