@@ -92,6 +92,17 @@ def test_binary(name, shapes):
   fn, (low, high) = BINARY[name]
   check_op(list(shapes), fn, low=low, high=high, rtol=2e-5 if name == "pow" else None)  # pow is exp2(log2(a)*b)
 
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "pow", "maximum"])
+def test_binary_float64_and_float16(name):
+  fn, (low, high) = BINARY[name]
+  check_op([(2, 3, 7), (1, 3, 1)], fn, low=low, high=high, dtype=np.float64, rtol=1e-9 if name == "pow" else None)
+  # float16: a float32 reference rounded once; kiln computes in float16 (pow: exp2/log2 in float32)
+  check_op([(2, 3, 7), (1, 3, 1)], lambda a, b: fn(a.float(), b.float()).half(), fn, low=low, high=high, dtype=np.float16,
+           rtol=2e-3, atol=2e-3, forward_only=True)
+
+def test_matmul_float64():
+  check_op([(3, 7), (7, 4)], lambda a, b: a @ b, dtype=np.float64)
+
 @pytest.mark.parametrize("op", ["<", "<=", ">", ">=", "==", "!="])
 @pytest.mark.parametrize("dtype", [np.float32, np.int32])
 def test_comparisons(op, dtype):
