@@ -21,9 +21,7 @@ void bind_dtype(py::module_& m) {
       .def_property_readonly("max", &DType::max_value)
       .def(py::self == py::self)
       .def("__hash__", [](const DType& d) { return std::hash<std::string>()(d.name()); })
-      .def("__repr__", [](const DType& d) { return "dtypes." + d.name(); })
-      .def(py::pickle([](const DType& d) { return d.name(); },
-                      [](const std::string& name) { return *dtypes::from_name(name); }));
+      .def("__repr__", [](const DType& d) { return "dtypes." + d.name(); });
   m.def("all_dtypes", &dtypes::all, "every scalar dtype, bool first");
   m.def("dtype_from_name", &dtypes::from_name, "the dtype called `name` (\"float32\", \"int8\", ...), or None");
   m.def("least_upper_dtype", &dtypes::least_upper, "the dtype both convert to without loss (tinygrad's lattice)");

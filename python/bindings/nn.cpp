@@ -75,7 +75,6 @@ void bind_layers(py::module_& m) {
       .def_readonly("vocab_size", &Embedding::vocab_size)
       .def_readonly("dim", &Embedding::dim);
 
-  m.def("parameters_of", &parameters_of, "the tensors of a state dict that require gradients");
   m.def("load_state_dict_into", &load_state_dict_into);
 }
 
@@ -83,7 +82,6 @@ void bind_optimizers(py::module_& m) {
   using namespace kiln::nn::optim;
   py::class_<Optimizer>(m, "Optimizer")
       .def("zero_grad", &Optimizer::zero_grad)
-      .def("step", &Optimizer::step)
       .def("schedule_step", &Optimizer::schedule_step)
       .def_readonly("params", &Optimizer::params)
       .def_readonly("lr_tensor", &Optimizer::lr_tensor);

@@ -60,7 +60,6 @@ void bind_tensor(py::module_& m, PyTensor& tensor) {
       .def("numel", &Tensor::numel)
       .def_property_readonly("ndim", &Tensor::ndim)
       // ---- execution and data
-      .def("realize", [](Tensor& t) { return t.realize(); })
       .def_static("realize_all", py::overload_cast<const std::vector<Tensor>&>(&Tensor::realize))
       .def("numpy", &to_numpy)
       .def("contiguous", &Tensor::contiguous)

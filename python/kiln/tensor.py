@@ -32,7 +32,8 @@ class _TensorMeta(type):
   def no_grad(cls, on: bool): _kiln.set_no_grad(bool(on))
 
 def _from_python(data, dtype: DType | None) -> _kiln.Tensor:
-  """A new device buffer holding `data` (a scalar, nested lists, bytes or a NumPy array), copied."""
+  """A new device buffer holding `data` (a scalar, nested lists, bytes or a NumPy array), copied,
+  converted to `dtype` if given."""
   import numpy as np
   if isinstance(data, np.generic): data = np.asarray(data)
   if isinstance(data, bytes): data = np.frombuffer(data, dtype=np.uint8)
@@ -44,7 +45,8 @@ def _from_python(data, dtype: DType | None) -> _kiln.Tensor:
   if dtype is not None and (np_dtype := to_numpy_dtype(dtype)) is not None: data = data.astype(np_dtype, copy=False)
   # the C++ side copies C-ordered bytes in the machine's byte order
   data = np.asarray(data, dtype=data.dtype.newbyteorder("="), order="C")
-  return _kiln.Tensor.from_numpy(data)
+  t = _kiln.Tensor.from_numpy(data)
+  return t if dtype is None else t.cast(dtype)
 
 def _infer_dtype(data) -> DType:
   """tinygrad's rule for Python data: all bools -> bool, all ints -> default_int, else default_float."""
@@ -62,9 +64,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, NNMixin, metaclass=_T
   __slots__ = ("_t", "_requires_grad", "__weakref__")
 
   def __init__(self, data, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None):
-    dtype = to_dtype(dtype) if dtype is not None else None
-    t = data if isinstance(data, _kiln.Tensor) else _from_python(data, dtype)
-    if dtype is not None: t = t.cast(dtype)
+    t = _from_python(data, None if dtype is None else to_dtype(dtype))
     self._t, self._requires_grad = Tensor._finish(t, device, requires_grad), requires_grad
 
   @classmethod
@@ -173,7 +173,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, NNMixin, metaclass=_T
     shape = list(argfix(shape))
     if requires_grad:  # a constant is a shared graph node: a tensor that will own a gradient gets a buffer
       import numpy as np
-      t = _from_python(np.full(shape, fill_value, dtype=to_numpy_dtype(dtype) or np.float32), None).cast(dtype)
+      t = _from_python(np.full(shape, fill_value), dtype)
     else:
       t = _kiln.Tensor.full(shape, fill_value, dtype)
     return Tensor._create(t, device, requires_grad)

@@ -5,9 +5,13 @@ from kiln._core import _kiln
 from kiln.dtype import DType, dtypes
 from kiln.mixin.base import TensorBase
 
-def _scalar(x, dtype: DType | None = None) -> _kiln.Tensor:
-  if hasattr(x, "item") and not isinstance(x, TensorBase): x = x.item()  # NumPy scalars
+def _python_scalar(x):
+  if hasattr(x, "item"): x = x.item()  # NumPy scalars
   if not isinstance(x, (bool, int, float)): raise TypeError(f"expected a Tensor or a Python scalar, got {type(x).__name__}")
+  return x
+
+def _scalar(x, dtype: DType | None = None) -> _kiln.Tensor:
+  x = _python_scalar(x)
   return _kiln.Tensor.full([], x, dtype or dtypes.from_py(x))
 
 class ElementwiseMixin(TensorBase):
@@ -18,6 +22,7 @@ class ElementwiseMixin(TensorBase):
     when both are integers; otherwise its own (int -> default_int, float -> default_float), so
     `int_tensor * 0.5` is float and `float_tensor * 2` stays float16/32/64."""
     if isinstance(x, TensorBase): return x._t
+    x = _python_scalar(x)
     own = self.dtype.is_float or (self.dtype.is_int and isinstance(x, int))
     return _scalar(x, self.dtype if own else None)
 

@@ -138,6 +138,7 @@ def test_manual_seed_reproduces():
 def test_python_scalar_promotion(tensor_dtype, scalar, expected):
   t = Tensor.ones(3, dtype=tensor_dtype)
   assert (t * scalar).dtype == expected and (scalar * t).dtype == expected
+  assert (t * np.array(scalar)[()]).dtype == expected  # NumPy scalars count as Python's
 
 def test_tensor_promotion_and_division():
   assert (Tensor([1], dtype=dtypes.int8) + Tensor([1.0], dtype=dtypes.float16)).dtype == dtypes.float16
