@@ -55,8 +55,13 @@ class MovementMixin(TensorBase):
     return out + inside.where(0, value)
 
   # ***** combining and splitting *****
-  def cat(self, *args, dim: int = 0): return self._wrap(_kiln.Tensor.cat([t._t for t in (self, *args)], dim))
-  def stack(self, *args, dim: int = 0): return self._wrap(_kiln.Tensor.stack([t._t for t in (self, *args)], dim))
+  # Tensor.cat(a, b), a.cat(b) and Tensor.cat([a, b]) all work, as tinygrad's
+  def cat(self, *args, dim: int = 0):
+    ts = argfix(self, *args)
+    return ts[0]._wrap(_kiln.Tensor.cat([t._t for t in ts], dim))
+  def stack(self, *args, dim: int = 0):
+    ts = argfix(self, *args)
+    return ts[0]._wrap(_kiln.Tensor.stack([t._t for t in ts], dim))
   def repeat(self, repeats, *args): return self._wrap(self._t.repeat(list(argfix(repeats, *args))))
   def split(self, sizes: int | list[int], dim: int = 0) -> tuple:
     """Pieces of `sizes` along dim (the last may be shorter), or of each size in a list."""

@@ -240,6 +240,7 @@ def test_combine():
   check_op([(2, 3), (4, 3), (1, 3)], lambda a, b, c: torch.cat((a, b, c)), lambda a, b, c: a.cat(b, c))
   check_op([(2, 3), (2, 4)], lambda a, b: torch.cat((a, b), dim=1), lambda a, b: Tensor.cat(a, b, dim=1))
   check_op([(2, 3), (2, 3)], lambda a, b: torch.stack((a, b), dim=1), lambda a, b: a.stack(b, dim=1))
+  check_op([(2, 3), (2, 3)], lambda a, b: torch.stack((a, b)), lambda a, b: Tensor.stack([a, b]))
   for sizes in (2, [1, 3, 1]):
     check_op([(5, 3)], lambda x: torch.cat([p * (i + 1) for i, p in enumerate(x.split(sizes))]),
              lambda x: Tensor.cat(*[p * (i + 1) for i, p in enumerate(x.split(sizes))]))

@@ -69,7 +69,7 @@ def test_properties():
   t = Tensor.ones(2, 3, 4, dtype=dtypes.float16)
   assert t.shape == (2, 3, 4) and isinstance(t.shape, tuple)
   assert (t.ndim, t.numel(), t.element_size(), t.nbytes()) == (3, 24, 2, 48)
-  assert t.device == Device.DEFAULT and len(t) == 2
+  assert t.device == Device.DEFAULT and len(t) == 2 and [r.shape for r in t] == [(3, 4), (3, 4)]
   assert "(2, 3, 4)" in repr(t) and "float16" in repr(t)
   with pytest.raises(TypeError): bool(t)
   with pytest.raises(TypeError): len(Tensor(1))

@@ -3,7 +3,7 @@
 # measurement on 1000 images, and the loss plot when matplotlib is installed. Checks the exit code,
 # the printed accuracy and the plot, not the accuracy's value. Exits 77 (skipped) when Fashion-MNIST
 # is not installed.
-#   beautiful_mnist_py_smoke.sh PYTHON path/to/beautiful_mnist.py work-dir   (PYTHONPATH: the kiln package)
+#   beautiful_mnist_python_smoke.sh PYTHON path/to/beautiful_mnist.py work-dir   (PYTHONPATH: the kiln package)
 set -euo pipefail
 python="$1"
 script="$2"
