@@ -10,10 +10,21 @@ from kiln._core import _kiln
 from kiln.jit import realize_or_defer
 from kiln.tensor import Tensor
 
+def _own_buffers(params: list[Tensor]):
+  """Gives each parameter a device buffer of its own. kiln's autograd knows a tensor by its graph
+  node, and equal graphs are one node: `Tensor.zeros(3)` made twice is one constant (which takes no
+  gradient), and equal graphs realized together share a buffer. tinygrad makes such tensors unique."""
+  seen = set()
+  for p in params:
+    node = p.uop.src[0] if p.uop.op == "RESHAPE" else p.uop
+    if node.op != "BUFFER" or node in seen: p.assign(Tensor(p.numpy(), dtype=p.dtype))  # a copy in a new buffer
+    else: seen.add(node)
+
 class Optimizer:
   def __init__(self, make, params: list[Tensor], *args):
     trained = [p for p in params if p.requires_grad is not False]
     self.buffers = [p for p in params if p.requires_grad is False]
+    _own_buffers(trained)
     self._opt = make([p._t for p in trained], *args)
   @property
   def params(self) -> list[Tensor]: return [Tensor._wrap(p) for p in self._opt.params]

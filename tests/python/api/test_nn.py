@@ -158,6 +158,17 @@ def test_optimizer_trains_parameters_and_keeps_buffers_realized():
   assert bn.running_mean.schedule() == [] and bn.num_batches_tracked.item() == 1  # realized by the step
   assert not np.allclose(bn.running_mean.numpy(), 0) and frozen.tolist() == [1.0, 2.0, 3.0]
 
+def test_optimizer_parameters_made_from_constants():
+  # equal constants are one graph node in kiln; the optimizer gives each parameter its own buffer
+  a, b = Tensor.zeros(3), Tensor.zeros(3)
+  c, d = Tensor.ones(2).contiguous(), Tensor.ones(2).contiguous()
+  c.realize()  # d is realized with it: both read one buffer
+  opt = nn.optim.SGD([a, b, c, d], lr=1.0)
+  opt.zero_grad()
+  ((a * Tensor([1.0, 2.0, 3.0])).sum() + (b * 10).sum() + (c * 2).sum() + (d * 3).sum()).backward()
+  opt.step()
+  assert a.tolist() == [-1.0, -2.0, -3.0] and b.tolist() == [-10.0] * 3 and c.tolist() == [-1.0] * 2 and d.tolist() == [-2.0] * 2
+
 def test_tinyjit_realizes_the_step_with_the_outputs():
   w = Tensor([1.0, 2.0], requires_grad=True)
   opt = nn.optim.SGD([w], lr=0.5)
