@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Installs what kiln needs on a fresh Debian machine: compilers, CMake, Ninja, GoogleTest, zlib,
 # nlohmann-json, CLI11 (the training example's flags), cpp-httplib (the VIZ server), the
-# Fashion-MNIST dataset, NumPy + PyTorch for the Python interoperability tests, and Chromium,
+# Fashion-MNIST dataset, pybind11 and the Python headers (the kiln Python package's extension),
+# NumPy + PyTorch + pytest for the Python tests (Debian's, for /usr/bin/python3), and Chromium,
 # Node.js and npm for the VIZ page's browser test (whose packages `npm ci` puts in web/node_modules).
 # Does nothing when everything is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(g++ clang cmake ninja-build pkg-config libgtest-dev libgmock-dev zlib1g-dev nlohmann-json3-dev
-          libcli11-dev libcpp-httplib-dev dataset-fashion-mnist python3-numpy python3-torch chromium)
+          libcli11-dev libcpp-httplib-dev dataset-fashion-mnist pybind11-dev python3-dev python3-numpy
+          python3-torch python3-pytest chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -1,0 +1,23 @@
+#pragma once
+// The _kiln extension: one bind_* function per area, each in its own file. The bindings mirror
+// the C++ API (names, argument order); Python's argument forms (*args shapes, scalars, tinygrad's
+// defaults) are handled by the pure-Python package in python/kiln/.
+#include <pybind11/pybind11.h>
+
+#include <kiln/tensor.h>
+
+namespace kiln::python {
+
+namespace py = pybind11;
+using PyTensor = py::class_<Tensor>;
+
+void bind_dtype(py::module_& m);
+void bind_uop(py::module_& m);                       // read-only IR views: UOp, ScheduleItem
+void bind_tensor(py::module_& m, PyTensor& tensor);  // creation, properties, data, autograd
+void bind_tensor_ops(PyTensor& tensor);              // elementwise, reduce, movement, indexing
+void bind_tensor_nn_ops(PyTensor& tensor);           // conv, pooling, normalization, activations, losses
+void bind_nn(py::module_& m);                        // layers and optimizers
+void bind_state(py::module_& m);                     // safetensors and datasets
+void bind_runtime(py::module_& m);                   // counters, devices, settings
+
+}  // namespace kiln::python

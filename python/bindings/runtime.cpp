@@ -1,0 +1,46 @@
+// Counters, devices and settings: GlobalCounters, Device.DEFAULT and Context(DEBUG=2, ...).
+#include <pybind11/stl.h>
+
+#include <kiln/counters.h>
+#include <optional>
+
+#include "bindings.h"
+#include "engine/buffers.h"
+#include "runtime/device.h"
+#include "support/env.h"
+
+namespace kiln::python {
+namespace {
+
+// An environment setting overridden until restore() (Context holds one per keyword).
+class EnvOverride {
+ public:
+  EnvOverride(const std::string& name, const std::string& value) { scope_.emplace(name, value); }
+  void restore() { scope_.reset(); }
+
+ private:
+  std::optional<env::ScopedEnv> scope_;
+};
+
+}  // namespace
+
+void bind_runtime(py::module_& m) {
+  // Class attributes, as tinygrad's: GlobalCounters.kernel_count, GlobalCounters.reset().
+  py::class_<GlobalCounters>(m, "GlobalCounters")
+      .def_readwrite_static("kernel_count", &GlobalCounters::kernel_count)
+      .def_readwrite_static("global_ops", &GlobalCounters::global_ops)
+      .def_readwrite_static("global_mem", &GlobalCounters::global_mem)
+      .def_readonly_static("mem_used", &GlobalCounters::mem_used)
+      .def_readwrite_static("time_sum_s", &GlobalCounters::time_sum_s)
+      .def_static("reset", &GlobalCounters::reset);
+
+  m.def("default_device", &engine::default_device);
+  m.def("device_names", &runtime::device_names);
+  m.def("canonical_device", [](const std::string& name) { return runtime::get_device(name).name(); },
+        "the registered device's canonical name (\"cpu:0\" -> \"CPU\"); unknown names are an error");
+
+  py::class_<EnvOverride>(m, "EnvOverride").def(py::init<std::string, std::string>()).def("restore", &EnvOverride::restore);
+  m.def("getenv_int", &env::get_int, "an integer setting as kiln reads it (overrides included)");
+}
+
+}  // namespace kiln::python

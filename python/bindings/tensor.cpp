@@ -1,0 +1,81 @@
+// Tensor core: creation, properties, NumPy in and out, realize/schedule, autograd.
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+#include "tensor/tensor_impl.h"
+
+namespace kiln::python {
+namespace {
+
+// A copy of the array's bytes in a new device buffer (copying keeps the tensor independent of the
+// array's lifetime; sharing NumPy's memory would avoid the copy). The package hands over C-ordered
+// arrays in native byte order.
+Tensor from_numpy(const py::array& array) {
+  if (!(array.flags() & py::array::c_style)) throw_error("from_numpy: expected a C-contiguous array");
+  const std::string name = py::str(array.dtype().attr("name"));
+  std::optional<DType> dtype = dtypes::from_name(name);
+  if (!dtype) throw_error("Tensor: NumPy arrays of dtype ", name, " have no kiln dtype");
+  Shape shape(array.shape(), array.shape() + array.ndim());
+  return tensor_from_bytes(array.data(), static_cast<size_t>(array.nbytes()), *dtype, std::move(shape));
+}
+
+// Realizes the tensor and copies it into a new array of the same shape (bfloat16, which NumPy
+// lacks, is cast by the package first).
+py::array to_numpy(const Tensor& t) {
+  std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
+  py::array out(py::dtype(t.dtype().name()), shape);
+  if (out.nbytes() > 0) tensor_to_bytes(t, out.mutable_data(), static_cast<size_t>(out.nbytes()));
+  return out;
+}
+
+}  // namespace
+
+void bind_tensor(py::module_& m, PyTensor& tensor) {
+  m.def("get_training", [] { return Tensor::training; });
+  m.def("set_training", [](bool on) { Tensor::training = on; });
+  m.def("get_no_grad", [] { return Tensor::no_grad; });
+  m.def("set_no_grad", [](bool on) { Tensor::no_grad = on; });
+
+  tensor
+      // ---- creation
+      .def_static("from_numpy", &from_numpy)
+      .def_static("full", static_cast<Tensor (*)(Shape, double, DType)>(&Tensor::full))
+      .def_static("empty", &Tensor::empty)
+      .def_static("arange", static_cast<Tensor (*)(double, double, double, std::optional<DType>)>(&Tensor::arange))
+      .def_static("eye", &Tensor::eye)
+      .def_static("rand", &Tensor::rand)
+      .def_static("randn", &Tensor::randn)
+      .def_static("uniform", &Tensor::uniform)
+      .def_static("normal", &Tensor::normal)
+      .def_static("kaiming_uniform", &Tensor::kaiming_uniform)
+      .def_static("kaiming_normal", &Tensor::kaiming_normal)
+      .def_static("glorot_uniform", &Tensor::glorot_uniform)
+      .def_static("scaled_uniform", &Tensor::scaled_uniform)
+      .def_static("manual_seed", &Tensor::manual_seed)
+      // ---- properties
+      .def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t.shape())); })
+      .def_property_readonly("dtype", &Tensor::dtype)
+      .def_property_readonly("device", &Tensor::device)
+      .def("numel", &Tensor::numel)
+      .def_property_readonly("ndim", &Tensor::ndim)
+      // ---- execution and data
+      .def_static("realize_all", py::overload_cast<const std::vector<Tensor>&>(&Tensor::realize))
+      .def("numpy", &to_numpy)
+      .def("contiguous", &Tensor::contiguous)
+      .def("cast", &Tensor::cast)
+      .def("bitcast", &Tensor::bitcast)
+      .def("to", &Tensor::to)
+      .def("schedule", &Tensor::schedule)
+      .def_property_readonly("uop", &Tensor::uop)
+      // ---- autograd
+      .def_property_readonly("requires_grad", &Tensor::requires_grad)
+      .def("requires_grad_", [](Tensor& t, bool on) { return t.requires_grad_(on); })
+      .def_property("grad", &Tensor::grad, [](Tensor& t, std::optional<Tensor> g) { t.set_grad(std::move(g)); })
+      .def("backward", [](Tensor& t, std::optional<Tensor> gradient) { return t.backward(std::move(gradient)); })
+      .def("gradient", &Tensor::gradient)
+      .def("detach", &Tensor::detach)
+      .def("assign", [](Tensor& t, const Tensor& value) { return t.assign(value); });
+}
+
+}  // namespace kiln::python

@@ -1,0 +1,101 @@
+// Tensor ops that are not neural-network specific: elementwise, reductions, movement, matrix
+// products, combining and indexing. Binary ops take tensors; the package turns Python scalars into
+// tensors with tinygrad's dtype rule first.
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+
+namespace kiln::python {
+
+void bind_tensor_ops(PyTensor& t) {
+  using Binary = Tensor (Tensor::*)(const Tensor&) const;
+  // ---- elementwise
+  t.def("add", &Tensor::add)
+      .def("sub", &Tensor::sub)
+      .def("mul", &Tensor::mul)
+      .def("div", &Tensor::div)
+      .def("pow", static_cast<Binary>(&Tensor::pow))
+      .def("pow", static_cast<Tensor (Tensor::*)(double) const>(&Tensor::pow))
+      .def("maximum", static_cast<Binary>(&Tensor::maximum))
+      .def("minimum", static_cast<Binary>(&Tensor::minimum))
+      .def("lt", static_cast<Binary>(&Tensor::lt))
+      .def("gt", static_cast<Binary>(&Tensor::gt))
+      .def("le", static_cast<Binary>(&Tensor::le))
+      .def("ge", static_cast<Binary>(&Tensor::ge))
+      .def("eq", static_cast<Binary>(&Tensor::eq))
+      .def("ne", static_cast<Binary>(&Tensor::ne))
+      .def("where", static_cast<Tensor (Tensor::*)(const Tensor&, const Tensor&) const>(&Tensor::where))
+      .def("neg", &Tensor::neg)
+      .def("logical_not", &Tensor::logical_not)
+      .def("relu", &Tensor::relu)
+      .def("exp", &Tensor::exp)
+      .def("exp2", &Tensor::exp2)
+      .def("log", &Tensor::log)
+      .def("log2", &Tensor::log2)
+      .def("sqrt", &Tensor::sqrt)
+      .def("rsqrt", &Tensor::rsqrt)
+      .def("sin", &Tensor::sin)
+      .def("cos", &Tensor::cos)
+      .def("tan", &Tensor::tan)
+      .def("tanh", &Tensor::tanh)
+      .def("sigmoid", &Tensor::sigmoid)
+      .def("abs", &Tensor::abs)
+      .def("reciprocal", &Tensor::reciprocal)
+      .def("square", &Tensor::square)
+      .def("sign", &Tensor::sign)
+      .def("trunc", &Tensor::trunc)
+      .def("floor", &Tensor::floor)
+      .def("ceil", &Tensor::ceil)
+      .def("round", &Tensor::round);
+
+  // ---- reductions (an empty axis list reduces every axis)
+  t.def("sum", static_cast<Tensor (Tensor::*)(std::vector<int>, bool) const>(&Tensor::sum))
+      .def("prod", static_cast<Tensor (Tensor::*)(std::vector<int>, bool) const>(&Tensor::prod))
+      .def("max", static_cast<Tensor (Tensor::*)(std::vector<int>, bool) const>(&Tensor::max))
+      .def("min", static_cast<Tensor (Tensor::*)(std::vector<int>, bool) const>(&Tensor::min))
+      .def("mean", static_cast<Tensor (Tensor::*)(std::vector<int>, bool) const>(&Tensor::mean))
+      .def("var", static_cast<Tensor (Tensor::*)(std::vector<int>, bool, double) const>(&Tensor::var))
+      .def("std", static_cast<Tensor (Tensor::*)(std::vector<int>, bool, double) const>(&Tensor::std))
+      .def("argmax", &Tensor::argmax)
+      .def("argmin", &Tensor::argmin)
+      .def("softmax", &Tensor::softmax)
+      .def("log_softmax", &Tensor::log_softmax)
+      .def("logsumexp", &Tensor::logsumexp);
+
+  // ---- movement
+  t.def("reshape", &Tensor::reshape)
+      .def("permute", &Tensor::permute)
+      .def("expand", &Tensor::expand)
+      .def("pad", &Tensor::pad)
+      .def("shrink", &Tensor::shrink)
+      .def("flip", &Tensor::flip)
+      .def("transpose", &Tensor::transpose)
+      .def("flatten", &Tensor::flatten)
+      .def("squeeze", &Tensor::squeeze)
+      .def("unsqueeze", &Tensor::unsqueeze);
+
+  // ---- matrix products
+  t.def("matmul", &Tensor::matmul)
+      .def("linear", &Tensor::linear)
+      .def_static("einsum", &Tensor::einsum);
+
+  // ---- combining and splitting
+  t.def_static("cat", &Tensor::cat)
+      .def_static("stack", &Tensor::stack)
+      .def("repeat", &Tensor::repeat)
+      .def("split", static_cast<std::vector<Tensor> (Tensor::*)(std::vector<int64_t>, int) const>(&Tensor::split))
+      .def("split", static_cast<std::vector<Tensor> (Tensor::*)(int64_t, int) const>(&Tensor::split))
+      .def("chunk", &Tensor::chunk);
+
+  // ---- indexing
+  t.def("gather", &Tensor::gather)
+      .def("scatter", &Tensor::scatter)
+      .def("index_select", &Tensor::index_select)
+      .def("masked_fill", &Tensor::masked_fill)
+      .def("one_hot", &Tensor::one_hot)
+      .def("cumsum", &Tensor::cumsum)
+      .def("tril", &Tensor::tril)
+      .def("triu", &Tensor::triu);
+}
+
+}  // namespace kiln::python

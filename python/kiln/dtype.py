@@ -1,0 +1,63 @@
+"""Scalar types, as tinygrad's `dtypes`: kiln's C++ DType values under tinygrad's names and aliases.
+
+A DType has `.name` ("float32"), `.itemsize` (bytes) and compares by value. Promotion between
+tensors is the C++ engine's (tinygrad's lattice); `least_upper_dtype` exposes it.
+"""
+from __future__ import annotations
+import builtins
+from kiln._core import _kiln
+
+DType = _kiln.DType
+
+def _named(name: str) -> DType: return _kiln.dtype_from_name(name)
+
+class dtypes:
+  bool = _named("bool")
+  int8, int16, int32, int64 = _named("int8"), _named("int16"), _named("int32"), _named("int64")
+  uint8, uint16, uint32, uint64 = _named("uint8"), _named("uint16"), _named("uint32"), _named("uint64")
+  float16, bfloat16, float32, float64 = _named("float16"), _named("bfloat16"), _named("float32"), _named("float64")
+  # tinygrad's C-style aliases
+  char, short, int, long = int8, int16, int32, int64
+  uchar, ushort, uint, ulong = uint8, uint16, uint32, uint64
+  half, float, double = float16, float32, float64
+  # what Python ints and floats become (the C++ engine's defaults too, so not meant to be changed)
+  default_float, default_int = float32, int32
+
+  @staticmethod
+  def is_float(x: DType) -> builtins.bool: return x.is_float
+  @staticmethod
+  def is_int(x: DType) -> builtins.bool: return x.is_int
+  @staticmethod
+  def is_unsigned(x: DType) -> builtins.bool: return x.is_unsigned
+  @staticmethod
+  def is_bool(x: DType) -> builtins.bool: return x.is_bool
+  @staticmethod
+  def from_py(x) -> DType:
+    """The dtype a Python scalar (or a nested list's elements) becomes."""
+    if isinstance(x, builtins.bool): return dtypes.bool
+    if isinstance(x, builtins.int): return dtypes.default_int
+    if isinstance(x, builtins.float): return dtypes.default_float
+    raise TypeError(f"no dtype for a Python {type(x).__name__}")
+  @staticmethod
+  def fields() -> dict[str, DType]: return {d.name: d for d in _kiln.all_dtypes()}
+  @staticmethod
+  def min(x: DType): return builtins.int(x.min) if x.is_int or x.is_bool else x.min
+  @staticmethod
+  def max(x: DType): return builtins.int(x.max) if x.is_int or x.is_bool else x.max
+
+def to_dtype(x: DType | str) -> DType:
+  """A DType from a DType or a name (kiln's "float32" or tinygrad's aliases like "float", "half")."""
+  if isinstance(x, DType): return x
+  if isinstance(x, str) and isinstance(d := getattr(dtypes, x, None), DType): return d
+  raise TypeError(f"not a dtype: {x!r}")
+
+def least_upper_dtype(*ds: DType) -> DType:
+  """The smallest dtype all of `ds` convert to without loss (the promotion binary ops use)."""
+  out = ds[0]
+  for d in ds[1:]: out = _kiln.least_upper_dtype(out, d)
+  return out
+
+def to_numpy_dtype(x: DType):
+  """NumPy's dtype of the same name (None for bfloat16, which NumPy lacks)."""
+  import numpy as np
+  return None if x == dtypes.bfloat16 else np.dtype(x.name)

@@ -1,0 +1,59 @@
+"""tinygrad's helpers that scripts import: getenv, Context, GlobalCounters, argument-form helpers,
+and a small progress bar (trange)."""
+from __future__ import annotations
+import contextlib, functools, math, os, sys, time
+from typing import Iterable, Iterator, TypeVar
+from kiln._core import _kiln
+
+T = TypeVar("T")
+
+# Kernels launched, estimated FLOPs and bytes, device memory in use, kernel time: the C++ counters,
+# read and reset as class attributes (GlobalCounters.kernel_count, GlobalCounters.reset()).
+GlobalCounters = _kiln.GlobalCounters
+
+@functools.cache
+def getenv(key: str, default=0):
+  """The environment variable `key` converted to the type of `default` (read once, as tinygrad)."""
+  return type(default)(os.getenv(key, default))
+
+class Context(contextlib.ContextDecorator):
+  """Overrides kiln's settings (DEBUG, NOOPT, SPLIT_REDUCEOP, ...) while active: `with Context(DEBUG=2): ...`."""
+  def __init__(self, **kwargs): self.kwargs = kwargs
+  def __enter__(self):
+    self.overrides = [_kiln.EnvOverride(k, str(int(v) if isinstance(v, bool) else v)) for k, v in self.kwargs.items()]
+  def __exit__(self, *exc):
+    for o in reversed(self.overrides): o.restore()
+
+def prod(xs: Iterable, start=1): return functools.reduce(lambda a, b: a * b, xs, start)
+def flatten(xss: Iterable[Iterable[T]]) -> list[T]: return [x for xs in xss for x in xs]
+def dedup(xs: Iterable[T]) -> list[T]: return list(dict.fromkeys(xs))
+def all_int(xs: Iterable) -> bool: return all(isinstance(x, int) for x in xs)
+
+def argfix(*x) -> tuple:
+  """tinygrad's *args convention: f(2, 3), f((2, 3)) and f([2, 3]) all mean the tuple (2, 3)."""
+  if x and isinstance(x[0], (tuple, list)):
+    if len(x) != 1: raise ValueError(f"bad arguments {x}: pass either one sequence or several ints")
+    return tuple(x[0])
+  return x
+
+def make_tuple(x: int | tuple, cnt: int) -> tuple: return (x,) * cnt if isinstance(x, int) else tuple(x)
+
+def colored(st: str, color: str | None, background=False) -> str:
+  colors = ["black", "red", "green", "yellow", "blue", "magenta", "cyan", "white"]
+  return f"\u001b[{10 * background + 60 * (color.upper() == color) + 30 + colors.index(color.lower())}m{st}\u001b[0m" \
+    if color is not None else st
+
+class trange:
+  """range() with a one-line progress display on stderr and set_description(), as tinygrad's trange."""
+  def __init__(self, n: int, desc: str = ""): self.n, self.desc, self.start = n, desc, time.perf_counter()
+  def set_description(self, desc: str): self.desc = desc
+  def __iter__(self) -> Iterator[int]:
+    for i in range(self.n):
+      yield i
+      self._show(i + 1)
+    sys.stderr.write("\n")
+  def _show(self, done: int):
+    rate = done / max(time.perf_counter() - self.start, 1e-9)
+    eta = (self.n - done) / rate if rate > 0 else math.inf
+    sys.stderr.write(f"\r{self.desc} {done}/{self.n} [{rate:.2f} it/s, eta {eta:.0f}s]\u001b[K")
+    sys.stderr.flush()

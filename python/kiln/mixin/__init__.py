@@ -1,0 +1,1 @@
+"""Tensor's ops by area; each mixin turns tinygrad's arguments into one C++ call."""

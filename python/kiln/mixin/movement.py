@@ -1,0 +1,85 @@
+"""Movement ops (free views until a kernel needs the data) and combining/splitting. Shapes and axis
+lists come as *args or one sequence, as tinygrad's (`reshape(2, 3)` or `reshape((2, 3))`)."""
+from __future__ import annotations
+from kiln._core import _kiln
+from kiln.helpers import argfix
+from kiln.mixin.base import TensorBase
+
+class MovementMixin(TensorBase):
+  __slots__ = ()
+
+  def reshape(self, shape, *args):
+    """One dimension may be -1 (inferred); None keeps that dimension."""
+    new = argfix(shape, *args)
+    return self._wrap(self._t.reshape([self.shape[i] if s is None else s for i, s in enumerate(new)]))
+  def view(self, shape, *args): return self.reshape(shape, *args)
+  def permute(self, order, *args): return self._wrap(self._t.permute(list(argfix(order, *args))))
+  def expand(self, shape, *args):
+    """Broadcasts size-1 axes (and new leading ones); -1 or None keeps a dimension."""
+    return self._wrap(self._t.expand([-1 if s is None else s for s in argfix(shape, *args)]))
+  def flip(self, axis, *args): return self._wrap(self._t.flip(list(argfix(axis, *args))))
+  def transpose(self, dim0=1, dim1=0): return self._wrap(self._t.transpose(dim0, dim1))
+  @property
+  def T(self): return self.transpose()
+  def flatten(self, start_dim=0, end_dim=-1): return self._wrap(self._t.flatten(start_dim, end_dim))
+  def unflatten(self, dim: int, sizes: tuple[int, ...]):
+    dim %= max(self.ndim, 1)
+    return self.reshape(self.shape[:dim] + tuple(sizes) + self.shape[dim + 1:])
+  def squeeze(self, dim: int | None = None):
+    """Drops axis `dim` if it has size 1 (every size-1 axis when dim is None)."""
+    if dim is None: return self.reshape(tuple(s for s in self.shape if s != 1))
+    return self._wrap(self._t.squeeze(dim))
+  def unsqueeze(self, dim: int): return self._wrap(self._t.unsqueeze(dim))
+
+  def shrink(self, arg):
+    """Keeps [begin, end) of each axis; None keeps the whole axis."""
+    return self._wrap(self._t.shrink([(0, s) if a is None else tuple(a) for a, s in zip(arg, self.shape)]))
+
+  def pad(self, padding, mode: str = "constant", value: float = 0.0):
+    """Pads with `value`. `padding` is per axis ((before, after) or None) or flat as PyTorch's
+    (last axis first: (left, right, top, bottom, ...)); negative amounts cut instead."""
+    if mode != "constant": raise NotImplementedError(f"pad: mode={mode!r} is not supported yet (only 'constant')")
+    if all(isinstance(p, int) for p in padding):
+      if len(padding) % 2: raise ValueError(f"pad: flat padding needs an even number of values, got {padding}")
+      flat = tuple(padding) + (0, 0) * (self.ndim - len(padding) // 2)
+      pairs = list(zip(flat[-2::-2], flat[::-2]))
+    else: pairs = [(0, 0) if p is None else tuple(p) for p in padding]
+    if len(pairs) != self.ndim: raise ValueError(f"pad: padding {padding} does not fit {self.ndim} dims")
+    x = self
+    if any(b < 0 or a < 0 for b, a in pairs):
+      x = x.shrink([(max(-b, 0), s - max(-a, 0)) for (b, a), s in zip(pairs, self.shape)])
+      pairs = [(max(b, 0), max(a, 0)) for b, a in pairs]
+    out = x._wrap(x._t.pad(pairs))
+    if value == 0: return out
+    inside = x._wrap(x.ones_like()._t.pad(pairs))  # 1 where the data is, 0 in the padding
+    return out + inside.where(0, value)
+
+  # ***** combining and splitting *****
+  # Tensor.cat(a, b), a.cat(b) and Tensor.cat([a, b]) all work, as tinygrad's
+  def cat(self, *args, dim: int = 0):
+    ts = argfix(self, *args)
+    return ts[0]._wrap(_kiln.Tensor.cat([t._t for t in ts], dim))
+  def stack(self, *args, dim: int = 0):
+    ts = argfix(self, *args)
+    return ts[0]._wrap(_kiln.Tensor.stack([t._t for t in ts], dim))
+  def repeat(self, repeats, *args): return self._wrap(self._t.repeat(list(argfix(repeats, *args))))
+  def split(self, sizes: int | list[int], dim: int = 0) -> tuple:
+    """Pieces of `sizes` along dim (the last may be shorter), or of each size in a list."""
+    return tuple(self._wrap(t) for t in self._t.split(sizes if isinstance(sizes, int) else list(sizes), dim))
+  def chunk(self, chunks: int, dim: int = 0) -> list: return [self._wrap(t) for t in self._t.chunk(chunks, dim)]
+
+  # ***** indexing with tensors *****
+  def gather(self, dim: int, index): return self._wrap(self._t.gather(dim, index._t))
+  def scatter(self, dim: int, index, src, reduce: str | None = None):
+    """A copy with `src` (a tensor or a scalar) placed at `index` along dim; a later index wins."""
+    if reduce is not None: raise NotImplementedError("scatter: reduce= is not supported yet")
+    if not isinstance(src, TensorBase): src = index.full_like(src, dtype=self.dtype)
+    return self._wrap(self._t.scatter(dim, index._t, src._t))
+  def masked_fill(self, mask, value): return self._wrap(self._t.masked_fill(mask._t, value))
+  def one_hot(self, num_classes: int = -1):
+    """int32 with a new last axis; num_classes=-1 takes the largest value + 1 (reads the data)."""
+    if num_classes == -1: num_classes = int(self.max().item()) + 1
+    return self._wrap(self._t.one_hot(num_classes))
+  def cumsum(self, axis: int = 0): return self._wrap(self._t.cumsum(axis))
+  def tril(self, diagonal: int = 0): return self._wrap(self._t.tril(diagonal))
+  def triu(self, diagonal: int = 0): return self._wrap(self._t.triu(diagonal))

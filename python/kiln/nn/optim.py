@@ -1,0 +1,56 @@
+"""Optimizers, as tinygrad's nn.optim: the C++ optimizers with tinygrad's signatures. The learning
+rate is a tensor (`opt.lr`), so assigning it never compiles a new kernel; step() realizes every
+update in one schedule.
+
+As tinygrad's, an optimizer takes every tensor of get_parameters(model): those whose requires_grad
+is True or None (turned on here) are trained; the others (requires_grad False, like BatchNorm's
+running statistics, which the forward pass assigns) are realized with each step."""
+from __future__ import annotations
+from kiln._core import _kiln
+from kiln.jit import realize_or_defer
+from kiln.tensor import Tensor
+
+def _own_buffers(params: list[Tensor]):
+  """Gives each parameter a device buffer of its own. kiln's autograd knows a tensor by its graph
+  node, and equal graphs are one node: `Tensor.zeros(3)` made twice is one constant (which takes no
+  gradient), and equal graphs realized together share a buffer. tinygrad makes such tensors unique."""
+  seen = set()
+  for p in params:
+    node = p.uop.src[0] if p.uop.op == "RESHAPE" else p.uop
+    if node.op != "BUFFER" or node in seen: p.assign(Tensor(p.numpy(), dtype=p.dtype))  # a copy in a new buffer
+    else: seen.add(node)
+
+class Optimizer:
+  def __init__(self, make, params: list[Tensor], *args):
+    trained = [p for p in params if p.requires_grad is not False]
+    self.buffers = [p for p in params if p.requires_grad is False]
+    _own_buffers(trained)
+    self._opt = make([p._t for p in trained], *args)
+  @property
+  def params(self) -> list[Tensor]: return [Tensor._wrap(p) for p in self._opt.params]
+  @property
+  def lr(self) -> Tensor: return Tensor._wrap(self._opt.lr_tensor)
+  def zero_grad(self): self._opt.zero_grad()
+  def step(self):
+    """Realizes the updates (inside a TinyJit function: with its outputs, in one schedule)."""
+    realize_or_defer(self.schedule_step())
+  def schedule_step(self) -> list[Tensor]:
+    """The updates, built lazily: every tensor they assign and the buffers, for realizing with other work."""
+    return [Tensor._wrap(t) for t in self._opt.schedule_step()] + self.buffers
+
+class SGD(Optimizer):
+  def __init__(self, params: list[Tensor], lr=0.001, momentum=0.0, weight_decay=0.0, nesterov=False):
+    super().__init__(_kiln.nn.SGD, params, lr, momentum, weight_decay, nesterov)
+
+class LAMB(Optimizer):
+  """Layer-wise trust ratio; with adam=True it is AdamW (decoupled weight decay)."""
+  def __init__(self, params: list[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-6, weight_decay=0.0, adam=False):
+    super().__init__(_kiln.nn.LAMB, params, lr, b1, b2, eps, weight_decay, adam)
+
+class Adam(Optimizer):
+  def __init__(self, params: list[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-8):
+    super().__init__(_kiln.nn.Adam, params, lr, b1, b2, eps)
+
+class AdamW(Optimizer):
+  def __init__(self, params: list[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.01):
+    super().__init__(_kiln.nn.AdamW, params, lr, b1, b2, eps, weight_decay)
