@@ -19,5 +19,6 @@ void bind_tensor_nn_ops(PyTensor& tensor);           // conv, pooling, normaliza
 void bind_nn(py::module_& m);                        // layers and optimizers
 void bind_state(py::module_& m);                     // safetensors and datasets
 void bind_runtime(py::module_& m);                   // counters, devices, settings
+void bind_jit(py::module_& m);                       // TinyJit's capture and replay
 
 }  // namespace kiln::python

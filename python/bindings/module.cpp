@@ -17,6 +17,7 @@ PYBIND11_MODULE(_kiln, m) {
   bind_nn(m);
   bind_state(m);
   bind_runtime(m);
+  bind_jit(m);
 }
 
 }  // namespace kiln::python

@@ -1,8 +1,12 @@
-"""TinyJit, for tinygrad scripts. kiln has no kernel-replay JIT yet: the decorated function runs on
-every call (kiln's schedule cache already reuses the schedule of a graph of the same structure,
-which is most of what the JIT saves). What it keeps from tinygrad's is one batch of kernels per
-call: optimizer steps taken inside the function are realized together with the returned tensors,
-so a training step computes its forward pass once for both the loss and the updates."""
+"""TinyJit: the second call captures the kernels the function launches, later calls replay them
+over the new input tensors with no scheduling and no codegen (kiln's C++ jit::Core, the same as
+C++'s kiln::TinyJit). Tensors the function reads that existed before (weights) are read again at
+each replay; tensors it assigns (weights, optimizer state, BatchNorm statistics, the random-number
+counter) are updated. Tensor arguments must keep their shapes and dtypes; reading tensor data
+inside the captured call is an error. JIT=0 runs the function on every call.
+
+Optimizer steps taken inside the function are realized together with the returned tensors, so a
+training step computes its forward pass once for both the loss and the updates."""
 from __future__ import annotations
 import functools
 from typing import Callable, Generic, TypeVar
@@ -18,16 +22,52 @@ def realize_or_defer(tensors: list[Tensor]):
   if _deferred: _deferred[-1].extend(tensors)
   else: _kiln.Tensor.realize_all([t._t for t in tensors])
 
+def _flatten(ret) -> list[Tensor]:
+  if isinstance(ret, Tensor): return [ret]
+  if isinstance(ret, (tuple, list)): return [t for t in ret if isinstance(t, Tensor)]
+  return []
+
+def _unflatten(template, tensors: list[Tensor]):
+  """`template` (the captured call's result) with its tensors replaced by `tensors`, in order."""
+  if isinstance(template, Tensor): return tensors[0]
+  if isinstance(template, (tuple, list)):
+    it = iter(tensors)
+    return type(template)(next(it) if isinstance(x, Tensor) else x for x in template)
+  return template
+
 class TinyJit(Generic[R]):
   def __init__(self, fxn: Callable[..., R]):
     self.fxn = fxn
+    self.reset()
     functools.update_wrapper(self, fxn)
   def __get__(self, obj, objtype=None): return functools.partial(self.__call__, obj)  # methods
-  def __call__(self, *args, **kwargs) -> R:
+  def reset(self):
+    self._core, self._template = _kiln.JitCore(), None
+
+  def _run(self, args, kwargs):
     _deferred.append([])
     try: ret = self.fxn(*args, **kwargs)
     finally: pending = _deferred.pop()
-    outs = [ret] if isinstance(ret, Tensor) else [t for t in ret if isinstance(t, Tensor)] if isinstance(ret, (tuple, list)) else []
+    outs = _flatten(ret)
     realize_or_defer(outs + pending)
+    return ret, outs
+
+  def __call__(self, *args, **kwargs) -> R:
+    inputs = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
+    _kiln.Tensor.realize_all([t._t for t in inputs])
+    if not _kiln.JitCore.enabled(): return self._run(args, kwargs)[0]
+    self._core.count_call()
+    if self._core.calls >= 3:
+      outs = self._core.replay([t._t for t in inputs])
+      return _unflatten(self._template, [Tensor._wrap(t) for t in outs])
+    capture = self._core.calls == 2
+    if capture: self._core.begin_capture([t._t for t in inputs])
+    try:
+      ret, outs = self._run(args, kwargs)
+      if capture:
+        self._core.end_capture([t._t for t in outs])
+        self._template = ret
+    except BaseException:
+      if capture: self._core.abort_capture()
+      raise
     return ret
-  def reset(self): pass  # nothing is captured

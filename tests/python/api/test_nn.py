@@ -253,3 +253,41 @@ def test_installed_fashion_mnist():
   X_train, Y_train, X_test, Y_test = nn.datasets.mnist(fashion=True)
   assert X_train.shape == (60000, 1, 28, 28) and Y_train.shape == (60000,) and X_test.shape == (10000, 1, 28, 28)
   assert X_train.dtype == dtypes.uint8 and int(Y_test.max().item()) == 9
+
+def _linear_steps(jitted: bool, n: int = 6) -> list[float]:
+  Tensor.manual_seed(4)
+  l1, l2 = nn.Linear(5, 8), nn.Linear(8, 3)
+  opt = nn.optim.Adam(nn.state.get_parameters([l1, l2]), lr=0.05)
+  def step(x, y):
+    Tensor.training = True
+    opt.zero_grad()
+    loss = l2(l1(x).relu()).sparse_categorical_crossentropy(y).backward()
+    opt.step()
+    Tensor.training = False
+    return loss
+  run = TinyJit(step) if jitted else step
+  rng = np.random.default_rng(0)
+  losses = []
+  for _ in range(n):
+    x = rng.standard_normal((7, 5)).astype(np.float32)
+    losses.append(run(Tensor(x), Tensor((x[:, 0] > 0).astype(np.int32) + (x[:, 1] > 0).astype(np.int32))).item())
+  return losses
+
+def test_tinyjit_replays_give_the_losses_of_plain_steps():
+  plain, jitted = _linear_steps(False), _linear_steps(True)
+  np.testing.assert_allclose(jitted, plain, rtol=1e-6)
+  assert plain[-1] < plain[0]
+
+def test_tinyjit_replays_draw_new_random_numbers():
+  Tensor.manual_seed(1)
+  @TinyJit
+  def noisy(x): return x + Tensor.rand(16)
+  draws = [noisy(Tensor.zeros(16).contiguous()).tolist() for _ in range(5)]
+  assert all(draws[i] != draws[j] for i in range(5) for j in range(i + 1, 5))
+  assert noisy._core.kernels() > 0  # replaying captured kernels
+
+def test_tinyjit_rejects_a_new_shape():
+  @TinyJit
+  def double(x): return x * 2
+  for _ in range(3): double(Tensor([1.0, 2.0]))
+  with pytest.raises(KilnError, match="argument 0"): double(Tensor([1.0, 2.0, 3.0]))
