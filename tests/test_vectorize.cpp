@@ -4,6 +4,8 @@
 // say the same on every machine; results run on this machine's own vector width.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "codegen/codegen.h"
 #include "kiln/kiln.h"
 #include "reference.h"
@@ -70,6 +72,35 @@ TEST(Vectorize, RowSumsVectorizeAlongTheRow) {
   EXPECT_TRUE(applied(p, "UNROLL")) << p.source;
   EXPECT_TRUE(has(p.source, "*(float_x16*)(data1+")) << p.source;
   EXPECT_TRUE(kt::matches(s, ref::sum(x, {1})));
+}
+
+TEST(Vectorize, RowMaximaVectorizeAlongTheRowAndKeepNaN) {
+  // softmax's max: vector accumulators with a NaN-propagating max (a NaN anywhere in a row wins,
+  // as in PyTorch), lanes combined after the loop; rows of -inf, of equal values, and NaNs at
+  // every position of a vector (lanes 0, 7, 15, and the 4-lane tail chunk)
+  const int64_t rows = 40, cols = 100;  // 100 = 64 + 32 + 4: chunks of three widths
+  ref::NdArray x = ref::random({rows, cols}, 17, -50, 50);
+  const double nan = std::nan(""), inf = INFINITY;
+  for (int64_t c = 0; c < cols; c++) x.at({1, c}) = -inf;
+  for (int64_t c = 0; c < cols; c++) x.at({2, c}) = 3.5;
+  const int64_t nan_at[] = {0, 7, 15, 16, 63, 64, 97, 99};
+  for (size_t i = 0; i < std::size(nan_at); i++) x.at({static_cast<int64_t>(3 + i), nan_at[i]}) = nan;
+  x.at({20, 50}) = inf;
+  Tensor m = kt::make(x).max({1});
+  codegen::Program p = program_of(m);
+  EXPECT_TRUE(applied(p, "UNROLL")) << p.source;
+  EXPECT_TRUE(has(p.source, "KILN_VMAX(")) << p.source;
+  std::vector<float> got = m.to_vector<float>();
+  for (int64_t r = 0; r < rows; r++) {
+    double want = -inf;
+    bool has_nan = false;
+    for (int64_t c = 0; c < cols; c++) {
+      has_nan |= std::isnan(x.at({r, c}));
+      want = std::max(want, x.at({r, c}));
+    }
+    if (has_nan) EXPECT_TRUE(std::isnan(got[r])) << "row " << r;
+    else EXPECT_EQ(got[r], static_cast<float>(want)) << "row " << r;
+  }
 }
 
 TEST(Vectorize, PerLaneOpsReadTheLanesOfVectorResults) {

@@ -183,12 +183,12 @@ int64_t chunk_count(int64_t n, int64_t lanes) {
 
 // A reduced loop to vectorize when the outputs make no full vector (a conv's weight gradient:
 // its output rows are a 5-wide kernel row): the innermost one that every load moving along it
-// reads contiguously, ungated, when every reduction is a float sum.
+// reads contiguously, ungated, when every reduction is a float sum or max.
 const UOp* reduce_vector_axis(const UOpRef& ast) {
   std::vector<const UOp*> loads;
   for (const UOp* u : ast->toposort()) {
-    if (u->op == Ops::REDUCE && (u->arg_as<ReduceArg>().op != Ops::ADD ||
-                                 (u->dtype.scalar != ScalarType::Float32 && u->dtype.scalar != ScalarType::Float64)))
+    const bool vector_op = u->op == Ops::REDUCE && (u->arg_as<ReduceArg>().op == Ops::ADD || u->arg_as<ReduceArg>().op == Ops::MAX);
+    if (u->op == Ops::REDUCE && (!vector_op || (u->dtype.scalar != ScalarType::Float32 && u->dtype.scalar != ScalarType::Float64)))
       return nullptr;
     if (u->op == Ops::LOAD) loads.push_back(u);
   }

@@ -7,7 +7,8 @@
 // chunk, each value that depends on the axis becomes:
 //   a LOAD whose address steps by 1 along it   → one vector LOAD
 //   + - * / and negation of floats             → the same op on vectors (scalars broadcast)
-//   a sum (REDUCE ADD) of such a value         → a vector accumulator
+//   max of floats                              → the same op on vectors
+//   a sum or max (REDUCE ADD/MAX) of such a value → a vector accumulator
 //   anything else (integer math, comparisons, selects, transcendental functions, gathers)
 //                                              → VECTORIZE of per-lane copies, each reading its
 //                                                vector sources' lane (GEP)
@@ -52,12 +53,19 @@ bool vectorizable_dtype(DType d) {
   return d.count == 1 && !d.ptr && (d.scalar == ScalarType::Float32 || d.scalar == ScalarType::Float64);
 }
 
+// Reductions that accumulate in vectors: their lanes (and chunks) combine with the same op.
+bool vector_reduce(const UOp* u) {
+  const Ops op = u->arg_as<ReduceArg>().op;
+  return vectorizable_dtype(u->dtype) && (op == Ops::ADD || op == Ops::MAX);
+}
+UOpRef combine(Ops op, const UOpRef& a, const UOpRef& b) { return op == Ops::ADD ? a + b : a->alu(Ops::MAX, {b}); }
+
 class Vectorizer {
  public:
   Vectorizer(const UOp* axis, int64_t offset, int64_t lanes) : axis_(axis), offset_(offset), lanes_(lanes) {}
 
-  // REDUCE(x, ranges) with the axis among its ranges: this chunk's lanes of x summed in a vector
-  // accumulator over the other ranges, then the lanes added together.
+  // REDUCE(x, ranges) with the axis among its ranges: this chunk's lanes of x reduced in a vector
+  // accumulator over the other ranges, then the lanes combined.
   UOpRef reduce_lanes(const UOpRef& reduce) {
     std::vector<UOpRef> ranges;
     for (size_t i = 1; i < reduce->src.size(); i++)
@@ -69,9 +77,10 @@ class Vectorizer {
       x = UOp::make(Ops::REDUCE, x->dtype, std::move(ranges), reduce->arg);
     }
     if (lanes_ == 1) return x;
-    UOpRef sum = UOp::make(Ops::GEP, reduce->dtype, {x}, int64_t{0});
-    for (int64_t i = 1; i < lanes_; i++) sum = sum + UOp::make(Ops::GEP, reduce->dtype, {x}, i);
-    return sum;
+    const Ops op = reduce->arg_as<ReduceArg>().op;
+    UOpRef total = UOp::make(Ops::GEP, reduce->dtype, {x}, int64_t{0});
+    for (int64_t i = 1; i < lanes_; i++) total = combine(op, total, UOp::make(Ops::GEP, reduce->dtype, {x}, i));
+    return total;
   }
 
   UOpRef statement(const UOpRef& s) {
@@ -97,7 +106,7 @@ class Vectorizer {
     if (auto it = memo_.find(u.get()); it != memo_.end()) return it->second;
     UOpRef out;
     const DType vec = u->dtype.vec(static_cast<int>(lanes_));
-    static constexpr OpSet kVectorAlu{Ops::ADD, Ops::SUB, Ops::MUL, Ops::FDIV, Ops::NEG};
+    static constexpr OpSet kVectorAlu{Ops::ADD, Ops::SUB, Ops::MUL, Ops::FDIV, Ops::NEG, Ops::MAX};
     if (u.get() == axis_) {
       std::vector<UOpRef> values;
       for (int64_t i = 0; i < lanes_; i++) values.push_back(UOp::const_(u->dtype, static_cast<double>(offset_ + i)));
@@ -108,7 +117,7 @@ class Vectorizer {
       std::vector<UOpRef> src;
       for (const UOpRef& s : u->src) src.push_back(broadcast(value(s)));
       out = UOp::make(u->op, vec, std::move(src), u->arg);
-    } else if (vectorizable_dtype(u->dtype) && u->op == Ops::REDUCE && u->arg_as<ReduceArg>().op == Ops::ADD) {
+    } else if (u->op == Ops::REDUCE && vector_reduce(u.get())) {
       std::vector<UOpRef> src{broadcast(value(u->src[0]))};
       src.insert(src.end(), u->src.begin() + 1, u->src.end());
       out = UOp::make(Ops::REDUCE, vec, std::move(src), u->arg);
@@ -178,13 +187,13 @@ UOpRef vectorize_reduce(const UOpRef& sink, const UOp* axis, int64_t max_lanes) 
   std::unordered_map<const UOp*, UOpRef> replace;
   for (const UOp* u : sink->toposort()) {
     if (u->op != Ops::REDUCE || std::find(u->src.begin() + 1, u->src.end(), axis->ref()) == u->src.end()) continue;
-    if (u->arg_as<ReduceArg>().op != Ops::ADD || !vectorizable_dtype(u->dtype))
-      throw_error("vectorize_reduce: only float sums vectorize along a reduced axis, got ", op_name(u->arg_as<ReduceArg>().op),
-                  " of ", u->dtype.name());
+    if (!vector_reduce(u))
+      throw_error("vectorize_reduce: only float sums and maxima vectorize along a reduced axis, got ",
+                  op_name(u->arg_as<ReduceArg>().op), " of ", u->dtype.name());
     UOpRef total;
     for (auto [offset, width] : chunks_of(n, max_lanes)) {
       UOpRef part = Vectorizer(axis, offset, width).reduce_lanes(u->ref());
-      total = total ? total + part : part;
+      total = total ? combine(u->arg_as<ReduceArg>().op, total, part) : part;
     }
     replace[u] = total;
   }

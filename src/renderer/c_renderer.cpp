@@ -42,7 +42,13 @@ std::string splat(DType d, const std::string& x) {
 // The C type of `d` in memory.
 std::string mem_type(DType d) { return is_half(d) ? "unsigned short" : d.c_name(); }
 
+// The integer vector a comparison of `d` vectors gives (lanes of the same width): max selects
+// with it bitwise, as C has no ?: on vectors.
+DType mask_type(DType d) { return DType(d.itemsize() == 8 ? ScalarType::Int64 : ScalarType::Int32, d.count); }
+
 const char* kPreamble = R"(#define KILN_MAX(a, b) ({ __typeof__(a) a_ = (a), b_ = (b); (a_ > b_ || a_ != a_) ? a_ : b_; })
+#define KILN_VMAX(a, b, mask) ({ __typeof__(a) a_ = (a), b_ = (b); mask m_ = (mask)((a_ > b_) | (a_ != a_)); \
+  (__typeof__(a))(((mask)a_ & m_) | ((mask)b_ & ~m_)); })
 #define KILN_BITCAST(to, from, x) ({ union { from f; to t; } u_; u_.f = (x); u_.t; })
 )";
 
@@ -117,6 +123,7 @@ class CRenderer final : public Renderer {
       for (const UOpRef& s : u->src) uses[s.get()]++;
       halves |= is_half(u->dtype);
       if (u->dtype.count > 1) vector_types.insert(vector_typedef(DType(u->dtype.scalar, u->dtype.count)));
+      if (u->op == Ops::MAX && u->dtype.count > 1) vector_types.insert(vector_typedef(mask_type(u->dtype)));
     }
     std::unordered_map<const UOp*, std::string> name;  // the C expression or variable for each node
     std::unordered_map<const UOp*, int> nesting;       // how deep each inlined expression is
@@ -272,7 +279,11 @@ class CRenderer final : public Renderer {
       case Ops::XOR: e = bin("^"); break;
       case Ops::SHL: e = bin("<<"); break;
       case Ops::SHR: e = bin(">>"); break;
-      case Ops::MAX: e = "KILN_MAX(" + s(0) + ", " + s(1) + ")"; break;
+      case Ops::MAX:
+        // parenthesized: a vector literal's commas would split the macro's arguments
+        if (u->dtype.count > 1) e = "KILN_VMAX((" + s(0) + "), (" + s(1) + "), " + vector_name(mask_type(u->dtype)) + ")";
+        else e = "KILN_MAX(" + s(0) + ", " + s(1) + ")";
+        break;
       case Ops::WHERE: e = "(" + s(0) + " ? " + s(1) + " : " + s(2) + ")"; break;
       case Ops::GEP: return s(0) + "[" + std::to_string(u->arg_as<int64_t>()) + "]";
       case Ops::VECTORIZE: {
