@@ -40,6 +40,18 @@ class ElementwiseMixin(TensorBase):
   def pow(self, x, reverse=False):
     if not reverse and not isinstance(x, TensorBase): return self._wrap(self._t.pow(float(x)))  # x**2, x**0.5 are cheap
     return self._binop("pow", x, reverse)
+  def idiv(self, x, reverse=False):
+    """Floor division (Python's and PyTorch's //); integer division by zero gives 0."""
+    return self._binop("idiv", x, reverse)
+  def mod(self, x, reverse=False):
+    """The remainder with the divisor's sign (Python's and PyTorch's %)."""
+    return self._binop("mod", x, reverse)
+  def bitwise_and(self, x, reverse=False): return self._binop("bitwise_and", x, reverse)
+  def bitwise_or(self, x, reverse=False): return self._binop("bitwise_or", x, reverse)
+  def bitwise_xor(self, x, reverse=False): return self._binop("bitwise_xor", x, reverse)
+  def bitwise_not(self): return self._wrap(self._t.bitwise_not())
+  def lshift(self, x: int): return self._wrap(self._t.lshift(x))
+  def rshift(self, x: int): return self._wrap(self._t.rshift(x))
   def maximum(self, x): return self._binop("maximum", x)
   def minimum(self, x): return self._binop("minimum", x)
   def clip(self, min_=None, max_=None):
@@ -96,6 +108,19 @@ class ElementwiseMixin(TensorBase):
   def __rmul__(self, x): return self.mul(x, True)
   def __truediv__(self, x): return self.div(x)
   def __rtruediv__(self, x): return self.div(x, True)
+  def __floordiv__(self, x): return self.idiv(x)
+  def __rfloordiv__(self, x): return self.idiv(x, True)
+  def __mod__(self, x): return self.mod(x)
+  def __rmod__(self, x): return self.mod(x, True)
+  def __and__(self, x): return self.bitwise_and(x)
+  def __rand__(self, x): return self.bitwise_and(x, True)
+  def __or__(self, x): return self.bitwise_or(x)
+  def __ror__(self, x): return self.bitwise_or(x, True)
+  def __xor__(self, x): return self.bitwise_xor(x)
+  def __rxor__(self, x): return self.bitwise_xor(x, True)
+  def __invert__(self): return self.bitwise_not()
+  def __lshift__(self, x: int): return self.lshift(x)
+  def __rshift__(self, x: int): return self.rshift(x)
   def __pow__(self, x): return self.pow(x)
   def __rpow__(self, x): return self.pow(x, True)
   def __lt__(self, x): return self.lt(x)
@@ -110,3 +135,5 @@ class ElementwiseMixin(TensorBase):
   def __imul__(self, x): return self.assign(self.mul(x))
   def __itruediv__(self, x): return self.assign(self.div(x))
   def __ipow__(self, x): return self.assign(self.pow(x))
+  def __ifloordiv__(self, x): return self.assign(self.idiv(x))
+  def __imod__(self, x): return self.assign(self.mod(x))

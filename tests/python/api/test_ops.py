@@ -116,6 +116,24 @@ def test_integer_arithmetic(dtype):
   check_op([(3, 5), (3, 5)], lambda a, b: a + b * 3 - a, low=0, high=20, dtype=dtype)
   check_op([(3, 5)], lambda a: a.clamp(min=4), lambda a: a.maximum(4), low=0, high=20, dtype=dtype)
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.int8])
+def test_floor_division_and_modulo(dtype):
+  # negative operands on either side: floor semantics, the remainder takes the divisor's sign (torch's // and %)
+  check_op([(4, 6), (4, 6)], lambda a, b: a // torch.where(b == 0, 1, b), lambda a, b: a // (b == 0).where(1, b),
+           low=-9, high=10, dtype=dtype, forward_only=True, seed=5)
+  check_op([(4, 6), (4, 6)], lambda a, b: a % torch.where(b == 0, 1, b), lambda a, b: a % (b == 0).where(1, b),
+           low=-9, high=10, dtype=dtype, forward_only=True, seed=6)
+  check_op([(4, 6)], lambda a: a // -4, low=-9, high=10, dtype=dtype, forward_only=True)
+  check_op([(4, 6)], lambda a: 7 % (a * 0 + 3), low=-9, high=10, dtype=dtype, forward_only=True)
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.int16])
+def test_bitwise_and_shifts(dtype):
+  for fn in (lambda a, b: a & b, lambda a, b: a | b, lambda a, b: a ^ b):
+    check_op([(3, 5), (3, 5)], fn, low=0, high=100, dtype=dtype, forward_only=True)
+  check_op([(3, 5)], lambda a: ~a, low=0, high=100, dtype=dtype, forward_only=True)
+  check_op([(3, 5)], lambda a: a << 2, low=0, high=20, dtype=dtype, forward_only=True)
+  check_op([(3, 5)], lambda a: a >> 3, low=0, high=100, dtype=dtype, forward_only=True)
+
 def test_where():
   check_op([(3, 5), (3, 5), (1, 5)], lambda c, a, b: torch.where(c > 0, a, b), lambda c, a, b: (c > 0).where(a, b))
   check_op([(3, 5), (3, 5)], lambda c, a: torch.where(c > 0, a, torch.tensor(2.0)), lambda c, a: (c > 0).where(a, 2.0))
