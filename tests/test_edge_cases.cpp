@@ -129,6 +129,51 @@ TEST(NaN, ComparisonsAreFalse) {
   EXPECT_EQ(a.gt(b).to_vector<bool>(), gt);
 }
 
+TEST(NaN, ClassificationMatchesStd) {
+  const float inf = INFINITY, nan = std::nanf("");
+  std::vector<float> v{nan, inf, -inf, 0.0f, -1.5f, 3e38f, 1e-40f};
+  std::vector<bool> isnan, isinf, ispos, isneg, isfinite;
+  for (float f : v) {
+    isnan.push_back(std::isnan(f));
+    isinf.push_back(std::isinf(f));
+    ispos.push_back(std::isinf(f) && f > 0);
+    isneg.push_back(std::isinf(f) && f < 0);
+    isfinite.push_back(std::isfinite(f));
+  }
+  EXPECT_EQ(vec(v).isnan().to_vector<bool>(), isnan);
+  EXPECT_EQ(vec(v).isinf().to_vector<bool>(), isinf);
+  EXPECT_EQ(vec(v).isinf(true, false).to_vector<bool>(), ispos);
+  EXPECT_EQ(vec(v).isinf(false, true).to_vector<bool>(), isneg);
+  EXPECT_EQ(vec(v).isfinite().to_vector<bool>(), isfinite);
+  EXPECT_EQ(vec<int32_t>({1, 2}).isfinite().to_vector<bool>(), (std::vector<bool>{true, true}));
+}
+
+TEST(AnyAll, MatchLoopsOverAxes) {
+  std::vector<int32_t> v{0, 0, 0, 1, 0, 2, 3, 4, 5, 0, 0, 0};  // (3, 4)
+  Tensor t = Tensor::from_vector<int32_t>(v, {3, 4});
+  std::vector<bool> any_rows, all_rows, any_cols, all_cols;
+  for (int r = 0; r < 3; r++) {
+    bool a = false, b = true;
+    for (int c = 0; c < 4; c++) a |= v[r * 4 + c] != 0, b &= v[r * 4 + c] != 0;
+    any_rows.push_back(a);
+    all_rows.push_back(b);
+  }
+  for (int c = 0; c < 4; c++) {
+    bool a = false, b = true;
+    for (int r = 0; r < 3; r++) a |= v[r * 4 + c] != 0, b &= v[r * 4 + c] != 0;
+    any_cols.push_back(a);
+    all_cols.push_back(b);
+  }
+  EXPECT_EQ(t.any({1}).to_vector<bool>(), any_rows);
+  EXPECT_EQ(t.all({1}).to_vector<bool>(), all_rows);
+  EXPECT_EQ(t.any({0}).to_vector<bool>(), any_cols);
+  EXPECT_EQ(t.all({0}).to_vector<bool>(), all_cols);
+  EXPECT_EQ(t.any().item<bool>(), true);
+  EXPECT_EQ(t.all().item<bool>(), false);
+  EXPECT_EQ(t.any({1}, true).shape(), (kiln::Shape{3, 1}));
+  EXPECT_EQ(vec<float>({std::nanf("")}).any().item<bool>(), true);  // NaN is nonzero
+}
+
 // ---- round is half-to-even everywhere, including where x + 0.5 is not exact
 
 TEST(Round, MatchesNearbyintAcrossMagnitudes) {

@@ -115,6 +115,7 @@ class Tensor {
   Tensor lt(const Tensor& o) const, gt(const Tensor& o) const, le(const Tensor& o) const,
       ge(const Tensor& o) const, eq(const Tensor& o) const, ne(const Tensor& o) const;
   Tensor logical_not() const;
+  Tensor isnan() const, isinf(bool positive = true, bool negative = true) const, isfinite() const;
   // Bitwise ops on integers and bools (tinygrad's names).
   Tensor bitwise_and(const Tensor& o) const, bitwise_or(const Tensor& o) const, bitwise_xor(const Tensor& o) const;
   Tensor bitwise_not() const;
@@ -143,6 +144,8 @@ class Tensor {
   Tensor min(std::vector<int> axes = {}, bool keepdim = false) const;
   Tensor mean(std::vector<int> axes = {}, bool keepdim = false) const;
   Tensor prod(std::vector<int> axes = {}, bool keepdim = false) const;
+  Tensor any(std::vector<int> axes = {}, bool keepdim = false) const;  // bool: some element is nonzero
+  Tensor all(std::vector<int> axes = {}, bool keepdim = false) const;  // bool: every element is nonzero
   // One axis: x.sum(1), x.max(-1, true). Templates, so that x.sum({}) still means all axes.
   template <Axis I> Tensor sum(I axis, bool keepdim = false) const { return sum(one_axis(axis), keepdim); }
   template <Axis I> Tensor max(I axis, bool keepdim = false) const { return max(one_axis(axis), keepdim); }

@@ -225,6 +225,14 @@ Tensor Tensor::rshift(int bits) const {
   return alu(Ops::SHR, {full(shape(), int64_t{bits}, dtype())});
 }
 
+Tensor Tensor::isnan() const { return dtype().is_float() ? ne(*this) : full(shape(), int64_t{0}, dtypes::bool_); }
+Tensor Tensor::isinf(bool positive, bool negative) const {
+  Tensor none = full(shape(), int64_t{0}, dtypes::bool_);
+  if (!dtype().is_float()) return none;
+  return (positive ? eq(INFINITY) : none).add(negative ? eq(-INFINITY) : none);
+}
+Tensor Tensor::isfinite() const { return isnan().add(isinf()).logical_not(); }
+
 Tensor Tensor::logical_not() const {
   Tensor b = cast(dtypes::bool_);
   return b.alu(Ops::CMPNE, {b.const_like(1)});

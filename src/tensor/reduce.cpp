@@ -76,6 +76,13 @@ Tensor Tensor::min(std::vector<int> axes, bool keepdim) const {
   return reverse_order(reverse_order(*this).max(std::move(axes), keepdim));
 }
 
+Tensor Tensor::any(std::vector<int> axes, bool keepdim) const {
+  return cast(dtypes::bool_).reduce(Ops::MAX, reduce_axes(*this, axes, "any"), keepdim);
+}
+Tensor Tensor::all(std::vector<int> axes, bool keepdim) const {
+  return logical_not().reduce(Ops::MAX, reduce_axes(*this, axes, "all"), keepdim).logical_not();
+}
+
 Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
   Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
   // sum and divide in float32 for 16-bit floats, then round once

@@ -46,6 +46,9 @@ class ElementwiseMixin(TensorBase):
   def mod(self, x, reverse=False):
     """The remainder with the divisor's sign (Python's and PyTorch's %)."""
     return self._binop("mod", x, reverse)
+  def isnan(self): return self._wrap(self._t.isnan())
+  def isinf(self, detect_positive=True, detect_negative=True): return self._wrap(self._t.isinf(detect_positive, detect_negative))
+  def isfinite(self): return self._wrap(self._t.isfinite())
   def bitwise_and(self, x, reverse=False): return self._binop("bitwise_and", x, reverse)
   def bitwise_or(self, x, reverse=False): return self._binop("bitwise_or", x, reverse)
   def bitwise_xor(self, x, reverse=False): return self._binop("bitwise_xor", x, reverse)

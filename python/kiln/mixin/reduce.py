@@ -26,6 +26,8 @@ class ReduceMixin(TensorBase):
   def max(self, axis=None, keepdim=False): return self._reduce("max", axis, keepdim)
   def min(self, axis=None, keepdim=False): return self._reduce("min", axis, keepdim)
   def mean(self, axis=None, keepdim=False): return self._reduce("mean", axis, keepdim)
+  def any(self, axis=None, keepdim=False): return self._reduce("any", axis, keepdim)
+  def all(self, axis=None, keepdim=False): return self._reduce("all", axis, keepdim)
   def var(self, axis=None, keepdim=False, correction=1): return self._reduce("var", axis, keepdim, correction)
   def std(self, axis=None, keepdim=False, correction=1): return self._reduce("std", axis, keepdim, correction)
 

@@ -134,6 +134,19 @@ def test_bitwise_and_shifts(dtype):
   check_op([(3, 5)], lambda a: a << 2, low=0, high=20, dtype=dtype, forward_only=True)
   check_op([(3, 5)], lambda a: a >> 3, low=0, high=100, dtype=dtype, forward_only=True)
 
+def test_classification_and_any_all():
+  x = np.array([[np.nan, np.inf, -np.inf, 0.0], [1.0, -2.0, 0.0, 3.0]], dtype=np.float32)
+  t, tt = Tensor(x), torch.tensor(x)
+  assert t.isnan().tolist() == tt.isnan().tolist()
+  assert t.isinf().tolist() == tt.isinf().tolist()
+  assert t.isinf(detect_negative=False).tolist() == tt.isposinf().tolist()
+  assert t.isfinite().tolist() == tt.isfinite().tolist()
+  for axis in (None, 0, 1):
+    want_any = tt.any() if axis is None else tt.any(dim=axis)
+    want_all = tt.all() if axis is None else tt.all(dim=axis)
+    assert np.array_equal(t.any(axis).numpy(), want_any.numpy())
+    assert np.array_equal(t.all(axis).numpy(), want_all.numpy())
+
 def test_where():
   check_op([(3, 5), (3, 5), (1, 5)], lambda c, a, b: torch.where(c > 0, a, b), lambda c, a, b: (c > 0).where(a, b))
   check_op([(3, 5), (3, 5)], lambda c, a: torch.where(c > 0, a, torch.tensor(2.0)), lambda c, a: (c > 0).where(a, 2.0))
