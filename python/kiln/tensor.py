@@ -120,6 +120,13 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, NNMixin, metaclass=_T
     if not self.shape: raise TypeError("len() of a 0-d tensor")
     return self.shape[0]
   def __getitem__(self, indices) -> Tensor: return getitem(self, indices)
+  def __setitem__(self, indices, v) -> None:
+    """`self[indices] = v` for every index __getitem__ takes: the flat positions the indices select
+    (read the same way from an arange) receive `v`, broadcast to the selection; then assign."""
+    positions = Tensor.arange(self.numel(), dtype=dtypes.int32).reshape(self.shape)[indices]
+    if not isinstance(v, Tensor): v = Tensor(v, dtype=self.dtype)
+    v = v.cast(self.dtype).expand(positions.shape).flatten() if positions.ndim else v.cast(self.dtype).reshape(1)
+    self.assign(self.flatten().scatter(0, positions.flatten(), v).reshape(self.shape))
 
   # ***** data *****
 

@@ -282,3 +282,16 @@ def test_dropped_tensors_free_their_memory():
     del t, u
   gc.collect()
   assert GlobalCounters.mem_used <= before
+
+@pytest.mark.parametrize("index", [1, -1, (slice(None), 2), (slice(1, None), slice(None, None, 2)), (Ellipsis, -1),
+                                   (slice(None, None, -1), 0), ([0, 2], slice(1, 3))], ids=str)
+def test_setitem_matches_numpy(index):
+  want = np.arange(12, dtype=np.float32).reshape(3, 4)
+  t = Tensor(want.copy())
+  value = np.full(np.empty((3, 4))[index].shape, -3.5, np.float32)
+  want[index] = value
+  t[index] = Tensor(value) if value.ndim else float(value)
+  assert np.array_equal(t.numpy(), want)
+  t[index] = 9  # a Python scalar broadcasts
+  want[index] = 9
+  assert np.array_equal(t.numpy(), want)
