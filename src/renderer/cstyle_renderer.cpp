@@ -39,10 +39,10 @@ static inline unsigned short kiln_float_to_half(float f) {
   int e = (int)(absx >> 23) - 127;
   unsigned int man = (absx & 0x7fffff) | 0x800000;
   int shift = e < -14 ? -1 - e : 13;                                          /* subnormal or normal */
-  unsigned int half = man >> shift, rest = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
-  if (rest > mid || (rest == mid && (half & 1))) half++;                     /* round to nearest even */
-  if (e < -14) return (unsigned short)(sign | half);
-  return (unsigned short)(sign | ((unsigned int)(e + 15) << 10) + (half - 0x400));
+  unsigned int bits = man >> shift, rest = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+  if (rest > mid || (rest == mid && (bits & 1))) bits++;                     /* round to nearest even */
+  if (e < -14) return (unsigned short)(sign | bits);
+  return (unsigned short)(sign | ((unsigned int)(e + 15) << 10) + (bits - 0x400));
 }
 static inline float kiln_bf16_to_float(unsigned short h) { return KILN_BITCAST(float, unsigned int, (unsigned int)h << 16); }
 static inline unsigned short kiln_float_to_bf16(float f) {

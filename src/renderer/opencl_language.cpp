@@ -2,7 +2,6 @@
 // get_global_id. Scalar code only for now (no vector types), and no GNU extensions.
 #include <algorithm>
 
-#include "kiln/error.h"
 #include "renderer/cstyle_renderer.h"
 
 namespace kiln::renderer {
@@ -34,14 +33,16 @@ CStyleLanguage opencl_language() {
   cl.inf = "INFINITY";
   cl.inf_double = "((double)INFINITY)";
   cl.vectors = false;
-  // Arguments are positional: the launch sets argument i to buffer i, so the list has no gaps.
+  // Arguments are positional: the launch sets argument i to buffer i. A buffer the kernel no longer
+  // reads (simplified away) keeps its place as an unused argument.
   cl.signature = [](const std::string& kernel, std::vector<std::pair<int64_t, std::string>> params) {
     std::sort(params.begin(), params.end());
     std::string s = "__kernel void " + kernel + "(";
-    for (size_t i = 0; i < params.size(); i++) {
-      if (params[i].first != static_cast<int64_t>(i))
-        throw_error("OpenCL renderer: kernel ", kernel, " expected buffer ", i, ", got buffer ", params[i].first);
-      s += (i ? ", " : "") + std::string("__global ") + params[i].second + "* restrict data" + std::to_string(i);
+    int64_t next = 0;
+    for (const auto& [i, type] : params) {
+      for (; next < i; next++) s += (next ? ", " : "") + std::string("__global const uchar* unused") + std::to_string(next);
+      s += (i ? ", " : "") + std::string("__global ") + type + "* restrict data" + std::to_string(i);
+      next = i + 1;
     }
     return s + ") {\n  const int core_id = (int)get_global_id(0);\n";
   };

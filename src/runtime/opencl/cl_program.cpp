@@ -17,7 +17,11 @@ ClProgram::ClProgram(const Context& ctx, const std::string& binary, const std::s
   check(err, "clCreateProgramWithBinary");
   err = clBuildProgram(program_, 1, &ctx.device, options.c_str(), nullptr, nullptr);
   if (err == CL_SUCCESS) kernel_ = clCreateKernel(program_, function_name.c_str(), &err);
+  cl_uint args = 0;
+  if (err == CL_SUCCESS) err = clGetKernelInfo(kernel_, CL_KERNEL_NUM_ARGS, sizeof args, &args, nullptr);
+  args_ = args;
   if (err != CL_SUCCESS) {
+    if (kernel_) clReleaseKernel(kernel_);
     clReleaseProgram(program_);
     throw_error("could not load OpenCL kernel '", function_name, "' from its ", size, "-byte binary: ", error_name(err));
   }
@@ -32,7 +36,9 @@ double ClProgram::launch(const std::vector<void*>& bufs, const std::vector<int64
                          bool wait) {
   if (!vals.empty()) throw_error("OpenCL kernel ", name_, ": expected no integer arguments, got ", vals.size());
   std::lock_guard lock(mu_);
-  for (size_t i = 0; i < bufs.size(); i++) {
+  // Buffers past the kernel's arguments are ones it no longer reads (simplified away).
+  if (bufs.size() < args_) throw_error("OpenCL kernel ", name_, ": expected ", args_, " buffers, got ", bufs.size());
+  for (size_t i = 0; i < args_; i++) {
     cl_mem mem = static_cast<cl_mem>(bufs[i]);
     check(clSetKernelArg(kernel_, static_cast<cl_uint>(i), sizeof mem, &mem), "clSetKernelArg");
   }

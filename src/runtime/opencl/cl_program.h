@@ -26,6 +26,7 @@ class ClProgram final : public Program {
   std::string name_;
   cl_program program_ = nullptr;
   cl_kernel kernel_ = nullptr;
+  size_t args_ = 0;  // how many buffers it takes
   std::mutex mu_;  // a kernel's arguments are state: one launch sets them at a time
 };
 
