@@ -3,14 +3,15 @@
 # nlohmann-json, CLI11 (the training example's flags), cpp-httplib (the VIZ server), the
 # Fashion-MNIST dataset, pybind11 and the Python headers (the kiln Python package's extension),
 # NumPy + PyTorch + pytest for the Python tests (Debian's, for /usr/bin/python3), and Chromium,
-# Node.js and npm for the VIZ page's browser test (whose packages `npm ci` puts in web/node_modules).
+# Node.js and npm for the VIZ page's browser test (whose packages `npm ci` puts in web/node_modules),
+# and OpenCL (headers, the ICD loader, PoCL as a CPU OpenCL device, clinfo) for DEV=CL.
 # Does nothing when everything is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(g++ clang cmake ninja-build pkg-config libgtest-dev libgmock-dev zlib1g-dev nlohmann-json3-dev
           libcli11-dev libcpp-httplib-dev dataset-fashion-mnist pybind11-dev python3-dev python3-numpy
-          python3-torch python3-pytest chromium)
+          python3-torch python3-pytest chromium ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

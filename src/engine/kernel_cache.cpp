@@ -134,7 +134,7 @@ class KernelCache {
     k->writes = written_params(ast);
     const int debug = env::debug_level();
     if (debug >= 5) fprintf(stderr, "%s", print_graph(ast).c_str());
-    codegen::Target target{&renderer::c_renderer(), dev.max_threads(), optimize, dev.vector_bytes()};
+    codegen::Target target{&renderer::renderer_for(dev.language()), dev.max_threads(), optimize, dev.vector_bytes()};
     k->program = codegen::to_program(ast, target);
     if (debug >= 3) {
       fprintf(stderr, "%s opts:", k->program.display_name.c_str());

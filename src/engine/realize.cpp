@@ -111,7 +111,7 @@ schedule::Schedule schedule(const std::vector<UOpRef>& roots) {
   auto start = std::chrono::steady_clock::now();
   schedule::Schedule s = [&] {
     profile::Scope timed("schedule", "schedule");
-    return schedule::create_schedule(roots);
+    return schedule::create_schedule(roots, default_device());
   }();
   engine_stats().schedules++;
   if (env::debug_level() >= 1 && !s.linear->src.empty())

@@ -11,7 +11,7 @@ namespace kiln::renderer {
 struct Kernel {
   std::string name;                // function name
   std::vector<UOpRef> linear;      // from codegen's linearizer
-  int64_t threads = 1;             // THREAD ranges are split over this many core_ids
+  int64_t threads = 1;             // THREAD ranges are split over this many threads (core_id)
 };
 
 class Renderer {
@@ -23,5 +23,9 @@ class Renderer {
 
 // C for the CPU (clang/gcc), called as void name(void** bufs, const long long* vals, int core_id).
 const Renderer& c_renderer();
+// OpenCL C, called as __kernel void name(__global T0* data0, ...) with one work-item per core_id.
+const Renderer& opencl_renderer();
+// The renderer of a device's kernel language ("C", "OpenCL"); throws kiln::Error for others.
+const Renderer& renderer_for(const std::string& language);
 
 }  // namespace kiln::renderer

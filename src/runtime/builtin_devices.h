@@ -7,4 +7,8 @@ namespace kiln::runtime {
 
 void register_builtin_devices();
 
+// Each device's own registration (cpu_device.cpp, opencl/cl_device.cpp).
+void register_cpu_device();
+void register_opencl_device();  // only when kiln is built with OpenCL; registers nothing without a device
+
 }  // namespace kiln::runtime

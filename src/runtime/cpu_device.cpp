@@ -34,7 +34,7 @@ class CpuDevice final : public Device {
 
 }  // namespace
 
-void register_builtin_devices() {
+void register_cpu_device() {
   // Priority 0: the fallback that always works; accelerators register higher.
   register_device("CPU", [] { return std::make_unique<CpuDevice>(); }, 0);
 }

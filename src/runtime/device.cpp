@@ -17,6 +17,7 @@ Device::~Device() = default;
 void Device::synchronize() {}
 int Device::max_threads() const { return 1; }
 int Device::vector_bytes() const { return 0; }
+std::string Device::language() const { return "C"; }
 
 namespace {
 

@@ -30,6 +30,8 @@ class Device {
   virtual int max_threads() const;
   // The widest SIMD register its kernels can use, in bytes (0: no vector types).
   virtual int vector_bytes() const;
+  // The language its compiler takes, naming the renderer that writes its kernels ("C", "OpenCL").
+  virtual std::string language() const;
 
  protected:
   explicit Device(std::string name);

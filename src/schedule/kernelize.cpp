@@ -181,7 +181,7 @@ const PatternMatcher& drop_detach() {
 
 }  // namespace
 
-Schedule build_schedule(const std::vector<UOpRef>& roots) {
+Schedule build_schedule(const std::vector<UOpRef>& roots, const std::string& device_of_constants) {
   Schedule out;
   if (env::get_int("SPEC", 0) > 0) spec::verify_tensor_graph(UOp::sink(roots));
   // The graph as it will run: without DETACH, large reductions split in two (split_reduce.cpp).
@@ -195,7 +195,7 @@ Schedule build_schedule(const std::vector<UOpRef>& roots) {
   Plan plan = plan_kernels(run_roots);
   std::unordered_map<const UOp*, UOpRef> buffers;
   for (const UOp* u : plan.realized) {
-    std::string device = "CPU";
+    std::string device = device_of_constants;
     for (const UOp* x : u->toposort())
       if (x->op == Ops::BUFFER) device = x->arg_as<BufferArg>().device;
     buffers[u] = UOp::make(Ops::BUFFER, u->dtype, {}, BufferArg{next_buffer_id(), prod(u->shape_or_throw()), device});

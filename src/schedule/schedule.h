@@ -30,10 +30,10 @@ UOpRef split_reduces(const UOpRef& sink);
 
 // Schedules everything needed to realize `roots` (tensor-graph nodes), reusing the schedule of an
 // earlier graph of the same structure over other input buffers (schedule_cache.cpp; SCHEDULE_CACHE=0
-// turns the cache off).
-Schedule create_schedule(const std::vector<UOpRef>& roots);
+// turns the cache off). Results that read no buffer (constants, arange) go to `device`.
+Schedule create_schedule(const std::vector<UOpRef>& roots, const std::string& device);
 // The scheduler itself, without the cache (kernelize.cpp).
-Schedule build_schedule(const std::vector<UOpRef>& roots);
+Schedule build_schedule(const std::vector<UOpRef>& roots, const std::string& device);
 // How many create_schedule calls the cache answered.
 int64_t schedule_cache_hits();
 

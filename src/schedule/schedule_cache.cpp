@@ -4,6 +4,8 @@
 // hash-consed, so equal structures are the same node. A hit reuses the kernels and gives the
 // schedule's own buffers fresh ids: only the CALLs and the `becomes` map are rebuilt.
 #include <list>
+#include <string>
+#include <tuple>
 #include <mutex>
 #include <unordered_map>
 
@@ -22,7 +24,7 @@ bool is_placeholder(const UOp* u) { return u->op == Ops::BUFFER && u->arg_as<Buf
 
 class ScheduleCache {
  public:
-  Schedule get(const std::vector<UOpRef>& roots) {
+  Schedule get(const std::vector<UOpRef>& roots, const std::string& device) {
     // inputs -> placeholders, numbered in graph order
     std::unordered_map<const UOp*, UOpRef> to_placeholder, to_input;
     UOpRef sink = UOp::sink(roots);
@@ -35,7 +37,7 @@ class ScheduleCache {
       }
     UOpRef graph = substitute(sink, to_placeholder);
     // the settings that change what the scheduler builds are part of the key
-    const Key key{graph.get(), env::get_int("SPLIT_REDUCEOP", 1) != 0};
+    const Key key{graph.get(), env::get_int("SPLIT_REDUCEOP", 1) != 0, device};
     std::lock_guard lock(mu_);
     auto it = entries_.find(key);
     if (it == entries_.end()) {
@@ -44,7 +46,7 @@ class ScheduleCache {
         lru_.pop_back();
       }
       std::vector<UOpRef> normalized(graph->src.begin(), graph->src.end());
-      it = entries_.emplace(key, Entry{graph, build_schedule(normalized)}).first;
+      it = entries_.emplace(key, Entry{graph, build_schedule(normalized, device)}).first;
       lru_.push_front(key);
     } else {
       hits++;
@@ -57,9 +59,11 @@ class ScheduleCache {
   int64_t hits = 0;
 
  private:
-  using Key = std::pair<const UOp*, bool>;
+  using Key = std::tuple<const UOp*, bool, std::string>;
   struct KeyHash {
-    size_t operator()(const Key& k) const { return std::hash<const UOp*>()(k.first) * 2 + k.second; }
+    size_t operator()(const Key& k) const {
+      return (std::hash<const UOp*>()(std::get<0>(k)) * 2 + std::get<1>(k)) ^ std::hash<std::string>()(std::get<2>(k));
+    }
   };
   struct Entry {
     UOpRef graph;  // keeps the key's node alive
@@ -117,9 +121,9 @@ ScheduleCache& cache() {
 
 }  // namespace
 
-Schedule create_schedule(const std::vector<UOpRef>& roots) {
-  if (env::get_int("SCHEDULE_CACHE", 1) == 0) return build_schedule(roots);
-  return cache().get(roots);
+Schedule create_schedule(const std::vector<UOpRef>& roots, const std::string& device) {
+  if (env::get_int("SCHEDULE_CACHE", 1) == 0) return build_schedule(roots, device);
+  return cache().get(roots, device);
 }
 
 int64_t schedule_cache_hits() { return cache().hits; }

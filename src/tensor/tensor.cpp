@@ -174,7 +174,7 @@ void Tensor::realize(const std::vector<Tensor>& tensors) {
 }
 
 std::vector<ScheduleItem> Tensor::schedule() const {
-  return schedule::schedule_items(schedule::create_schedule({uop()}).linear);
+  return schedule::schedule_items(schedule::create_schedule({uop()}, engine::default_device()).linear);
 }
 
 template <class T>

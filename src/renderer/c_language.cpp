@@ -1,0 +1,46 @@
+// C for the CPU (clang/gcc): GNU C with the compilers' vector extensions and builtins.
+#include "renderer/cstyle_renderer.h"
+
+namespace kiln::renderer {
+namespace {
+
+// KILN_VMAX: max of vectors, selecting bitwise with the comparison's integer mask (C has no ?: on
+// vectors).
+const char* kPreamble = R"(#define KILN_MAX(a, b) ({ __typeof__(a) a_ = (a), b_ = (b); (a_ > b_ || a_ != a_) ? a_ : b_; })
+#define KILN_VMAX(a, b, mask) ({ __typeof__(a) a_ = (a), b_ = (b); mask m_ = (mask)((a_ > b_) | (a_ != a_)); \
+  (__typeof__(a))(((mask)a_ & m_) | ((mask)b_ & ~m_)); })
+#define KILN_BITCAST(to, from, x) ({ union { from f; to t; } u_; u_.f = (x); u_.t; })
+)";
+
+CStyleLanguage c_language() {
+  CStyleLanguage c;
+  c.name = "C";
+  c.preamble = kPreamble;
+  c.bool_in_memory = "_Bool";
+  c.int64_suffix = "ll";
+  c.uint64_suffix = "ull";
+  c.nan = "__builtin_nanf(\"\")";
+  c.nan_double = "__builtin_nan(\"\")";
+  c.inf = "__builtin_inff()";
+  c.inf_double = "__builtin_inf()";
+  // The CPU program's ABI (cpu_program.h): buffers as an array, the thread index as an argument.
+  c.signature = [](const std::string& kernel, const std::vector<std::pair<int64_t, std::string>>& params) {
+    std::string s = "void " + kernel + "(void** restrict bufs, const long long* restrict vals, int core_id) {\n";
+    for (const auto& [i, type] : params)
+      s += "  " + type + "* restrict data" + std::to_string(i) + " = (" + type + "*)bufs[" + std::to_string(i) + "];\n";
+    return s;
+  };
+  c.math = [](const std::string& f, bool is_double) { return "__builtin_" + f + (is_double ? "" : "f"); };
+  c.max = [](const std::string& a, const std::string& b, const std::string&) { return "KILN_MAX(" + a + ", " + b + ")"; };
+  c.max_definition = [](const std::string&) { return std::string(); };
+  return c;
+}
+
+}  // namespace
+
+const Renderer& c_renderer() {
+  static const CStyleRenderer r(c_language());
+  return r;
+}
+
+}  // namespace kiln::renderer

@@ -1,0 +1,327 @@
+// The C-style renderer: one line per linearized UOp, with single-use arithmetic inlined into its
+// user. float16/bfloat16 live in memory as 16-bit patterns and in registers as float (each result is
+// rounded back to 16 bits), so the generated code needs no half-precision support from the compiler
+// (neither C compilers' nor OpenCL's cl_khr_fp16).
+#include "renderer/cstyle_renderer.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "kiln/error.h"
+
+namespace kiln::renderer {
+namespace {
+
+// The integer vector a comparison of `d` vectors gives (lanes of the same width): KILN_VMAX
+// selects with it.
+DType mask_type(DType d) { return DType(d.itemsize() == 8 ? ScalarType::Int64 : ScalarType::Int32, d.count); }
+
+constexpr int kMaxInlineDepth = 16;
+
+bool is_half(DType d) { return d.scalar == ScalarType::Float16 || d.scalar == ScalarType::BFloat16; }
+std::string half_suffix(DType d) { return d.scalar == ScalarType::Float16 ? "half" : "bf16"; }
+
+// Needs only KILN_BITCAST from the language's preamble and C types every C-like language has.
+const char* kHalfPreamble = R"(static inline float kiln_half_to_float(unsigned short h) {
+  unsigned int sign = (unsigned int)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+  if (exp == 0x1f) bits = sign | 0x7f800000u | (man << 13);
+  else if (exp != 0) bits = sign | ((exp + 112) << 23) | (man << 13);
+  else if (man == 0) bits = sign;
+  else { exp = 113; while (!(man & 0x400)) { man <<= 1; exp--; } bits = sign | (exp << 23) | ((man & 0x3ff) << 13); }
+  return KILN_BITCAST(float, unsigned int, bits);
+}
+static inline unsigned short kiln_float_to_half(float f) {
+  unsigned int x = KILN_BITCAST(unsigned int, float, f), sign = (x >> 16) & 0x8000, absx = x & 0x7fffffffu;
+  if (absx > 0x7f800000u) return (unsigned short)(sign | 0x7e00);           /* NaN */
+  if (absx >= 0x477ff000u) return (unsigned short)(sign | 0x7c00);          /* overflow: inf */
+  if (absx < 0x33000001u) return (unsigned short)sign;                       /* underflow: 0 */
+  int e = (int)(absx >> 23) - 127;
+  unsigned int man = (absx & 0x7fffff) | 0x800000;
+  int shift = e < -14 ? -1 - e : 13;                                          /* subnormal or normal */
+  unsigned int bits = man >> shift, rest = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+  if (rest > mid || (rest == mid && (bits & 1))) bits++;                     /* round to nearest even */
+  if (e < -14) return (unsigned short)(sign | bits);
+  return (unsigned short)(sign | ((unsigned int)(e + 15) << 10) + (bits - 0x400));
+}
+static inline float kiln_bf16_to_float(unsigned short h) { return KILN_BITCAST(float, unsigned int, (unsigned int)h << 16); }
+static inline unsigned short kiln_float_to_bf16(float f) {
+  unsigned int x = KILN_BITCAST(unsigned int, float, f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40);  /* quiet NaN */
+  return (unsigned short)((x + 0x7fff + ((x >> 16) & 1)) >> 16);                  /* round to nearest even */
+}
+)";
+
+
+// The language's names for kiln's types.
+struct TypeNames {
+  const CStyleLanguage& lang;
+
+  std::string scalar(DType d) const {
+    auto it = lang.types.find(d.scalar);
+    return it != lang.types.end() ? it->second : d.c_name();
+  }
+  // Vectors are the compilers' vector types (vector_typedef below), e.g. float_x16.
+  std::string vector(DType d) const {
+    std::string s = scalar(d);
+    std::replace(s.begin(), s.end(), ' ', '_');
+    return s + "_x" + std::to_string(d.count);
+  }
+  // The type a value of `d` has in a register.
+  std::string reg(DType d) const { return d.count > 1 ? vector(d) : is_half(d) ? "float" : scalar(d); }
+  // The type of `d` in memory.
+  std::string mem(DType d) const {
+    if (is_half(d)) return scalar(DType(ScalarType::UInt16));
+    return d.is_bool() ? lang.bool_in_memory : scalar(d);
+  }
+  // aligned(elements): vector loads and stores may start at any element.
+  std::string vector_typedef(DType d) const {
+    return "typedef " + scalar(d) + " " + vector(d) + " __attribute__((vector_size(" +
+           std::to_string(d.itemsize() * d.count) + "), aligned(" + std::to_string(d.itemsize()) + ")));\n";
+  }
+  // Every lane of a vector of `d` set to `x`.
+  std::string splat(DType d, const std::string& x) const {
+    std::string s = "(" + vector(d) + "){" + x;
+    for (int i = 1; i < d.count; i++) s += ", " + x;
+    return s + "}";
+  }
+
+  // An integer CONST exactly as stored (doubles lose integers above 2^53).
+  std::string int_literal(int64_t v, DType d) const {
+    if (d.scalar == ScalarType::UInt64) return std::to_string(static_cast<uint64_t>(v)) + lang.uint64_suffix;
+    if (d.scalar == ScalarType::Int32 && v > INT32_MIN) return std::to_string(v);
+    std::string digits = v == INT64_MIN ? "(-9223372036854775807" + lang.int64_suffix + "-1)"
+                                        : std::to_string(v) + lang.int64_suffix;
+    return "((" + scalar(d) + ")" + digits + ")";
+  }
+
+  std::string literal(double v, DType d) const {
+    if (d.is_bool()) return v != 0 ? "1" : "0";
+    char buf[64];
+    if (d.is_float()) {
+      bool is_double = d.scalar == ScalarType::Float64;
+      if (std::isnan(v)) return is_double ? lang.nan_double : lang.nan;
+      if (std::isinf(v)) return std::string(v < 0 ? "-" : "") + (is_double ? lang.inf_double : lang.inf);
+      std::snprintf(buf, sizeof buf, is_double ? "%.17g" : "%.9g", v);
+      std::string s = buf;
+      if (s.find_first_of(".e") == std::string::npos) s += ".0";
+      return is_double ? s : s + "f";
+    }
+    return int_literal(static_cast<int64_t>(v), d);
+  }
+
+  // A CONST; negative numbers in parentheses, so "x - -1" never becomes "x--1".
+  std::string const_literal(const UOp& c) const {
+    const int64_t* i = std::get_if<int64_t>(&c.arg);
+    std::string text = !i ? literal(c.const_value(), c.dtype) : c.dtype.is_bool() ? (*i ? "1" : "0") : int_literal(*i, c.dtype);
+    return text[0] == '-' ? "(" + text + ")" : text;
+  }
+};
+
+std::string alu(const UOp* u, const std::unordered_map<const UOp*, std::string>& name, const TypeNames& t) {
+  auto s = [&](size_t i) -> const std::string& { return name.at(u->src[i].get()); };
+  DType in = u->src.empty() ? u->dtype : u->src[0]->dtype;
+  bool dbl = in.scalar == ScalarType::Float64;
+  auto math = [&](const char* f) { return t.lang.math(f, dbl) + "(" + s(0) + ")"; };
+  auto bin = [&](const char* op) { return "(" + s(0) + op + s(1) + ")"; };
+  std::string e;
+  switch (u->op) {
+    case Ops::EXP: e = math("exp"); break;
+    case Ops::EXP2: e = math("exp2"); break;
+    case Ops::LOG: e = math("log"); break;
+    case Ops::LOG2: e = math("log2"); break;
+    case Ops::SIN: e = math("sin"); break;
+    case Ops::COS: e = math("cos"); break;
+    case Ops::SQRT: e = math("sqrt"); break;
+    case Ops::TRUNC: e = math("trunc"); break;
+    case Ops::RECIPROCAL: e = "(" + t.literal(1, u->dtype) + "/" + s(0) + ")"; break;
+    case Ops::NEG: e = "(-" + s(0) + ")"; break;
+    case Ops::ADD: e = bin("+"); break;
+    case Ops::SUB: e = bin("-"); break;
+    case Ops::MUL: e = bin("*"); break;
+    case Ops::FDIV: case Ops::IDIV: e = bin("/"); break;
+    case Ops::MOD: e = bin("%"); break;
+    case Ops::CMPLT: e = bin("<"); break;
+    case Ops::CMPNE: e = bin("!="); break;
+    case Ops::CMPEQ: e = bin("=="); break;
+    case Ops::AND: e = bin("&"); break;
+    case Ops::OR: e = bin("|"); break;
+    case Ops::XOR: e = bin("^"); break;
+    case Ops::SHL: e = bin("<<"); break;
+    case Ops::SHR: e = bin(">>"); break;
+    case Ops::MAX:
+      // vectors (only languages with vectors render them: their preamble defines KILN_VMAX);
+      // parenthesized, as a vector literal's commas would split the macro's arguments
+      if (u->dtype.count > 1) e = "KILN_VMAX((" + s(0) + "), (" + s(1) + "), " + t.vector(mask_type(u->dtype)) + ")";
+      else e = t.lang.max(s(0), s(1), t.reg(u->dtype));
+      break;
+    case Ops::WHERE: e = "(" + s(0) + " ? " + s(1) + " : " + s(2) + ")"; break;
+    case Ops::GEP: return s(0) + "[" + std::to_string(u->arg_as<int64_t>()) + "]";
+    case Ops::VECTORIZE: {
+      e = "(" + t.reg(u->dtype) + "){";
+      for (size_t i = 0; i < u->src.size(); i++) e += (i ? ", " : "") + s(i);
+      return e + "}";
+    }
+    case Ops::CAST:
+      e = "((" + t.reg(u->dtype) + ")" + s(0) + ")";
+      break;
+    case Ops::BITCAST: {
+      std::string x = s(0);
+      if (is_half(in)) x = "kiln_float_to_" + half_suffix(in) + "(" + x + ")";
+      e = "KILN_BITCAST(" + t.mem(u->dtype) + ", " + t.mem(in) + ", " + x + ")";
+      if (is_half(u->dtype)) return "kiln_" + half_suffix(u->dtype) + "_to_float(" + e + ")";
+      return e;
+    }
+    default: throw_error(t.lang.name, " renderer: cannot render ", op_name(u->op));
+  }
+  // C computes 8- and 16-bit integers as int: wrap each result to its type, as storing it would.
+  if (u->dtype.is_int() && u->dtype.itemsize() < 4 && u->dtype.count == 1) return "((" + t.scalar(u->dtype) + ")" + e + ")";
+  // 16-bit floats compute in float; round each result back to 16 bits.
+  if (is_half(u->dtype) && u->op != Ops::WHERE)
+    e = "kiln_" + half_suffix(u->dtype) + "_to_float(kiln_float_to_" + half_suffix(u->dtype) + "(" + e + "))";
+  return e;
+}
+
+}  // namespace
+
+std::string CStyleRenderer::render(const Kernel& k) const {
+  const TypeNames t{lang_};
+  std::unordered_map<const UOp*, int> uses;
+  bool halves = false;
+  std::set<std::string> vector_types, max_types;
+  std::vector<std::pair<int64_t, std::string>> params;
+  for (const UOpRef& u : k.linear) {
+    for (const UOpRef& s : u->src) uses[s.get()]++;
+    halves |= is_half(u->dtype);
+    if (u->dtype.count > 1) {
+      if (!lang_.vectors)
+        throw_error(lang_.name, " renderer: expected scalar code, got a ", u->dtype.name(), " ", op_name(u->op),
+                    " (the device reports no vector registers)");
+      vector_types.insert(t.vector_typedef(DType(u->dtype.scalar, u->dtype.count)));
+    }
+    if (u->op == Ops::MAX && u->dtype.count > 1) vector_types.insert(t.vector_typedef(mask_type(u->dtype)));
+    else if (u->op == Ops::MAX) max_types.insert(t.reg(u->dtype));
+    if (u->op == Ops::PARAM) params.emplace_back(u->arg_as<int64_t>(), t.mem(u->dtype));
+  }
+  std::unordered_map<const UOp*, std::string> name;  // the expression or variable for each node
+  std::unordered_map<const UOp*, int> nesting;       // how deep each inlined expression is
+  std::ostringstream head, body;
+  head << lang_.preamble << (halves ? kHalfPreamble : "");
+  for (const std::string& type : max_types) head << lang_.max_definition(type);
+  for (const std::string& type : vector_types) head << type;
+  head << lang_.signature(k.name, params);
+  int depth = 1, counter = 0;
+  auto line = [&](const std::string& text) { body << std::string(2 * depth, ' ') << text << "\n"; };
+  auto var = [&](const UOp* u, const std::string& prefix, const std::string& expr) {
+    std::string v = prefix + std::to_string(counter++);
+    line(t.reg(u->dtype) + " " + v + " = " + expr + ";");
+    name[u] = v;
+  };
+  auto src = [&](const UOp* u, size_t i) -> const std::string& { return name.at(u->src[i].get()); };
+
+  for (const UOpRef& ref : k.linear) {
+    const UOp* u = ref.get();
+    switch (u->op) {
+      case Ops::SINK: case Ops::GROUP: case Ops::NOOP: break;
+      case Ops::PARAM: name[u] = "data" + std::to_string(u->arg_as<int64_t>()); break;
+      case Ops::CONST:
+        name[u] = u->dtype.count > 1 ? t.splat(u->dtype, t.const_literal(*u)) : t.const_literal(*u);
+        break;
+      case Ops::BUFFER: {  // a register accumulator
+        std::string v = "acc" + std::to_string(u->arg_as<BufferArg>().id);
+        line(t.reg(DType(u->dtype.scalar, u->dtype.count)) + " " + v + ";");
+        name[u] = v;
+        break;
+      }
+      case Ops::AFTER: name[u] = src(u, 0); break;
+      case Ops::RANGE: {
+        std::string v = "ridx" + std::to_string(u->arg_as<RangeArg>().id);
+        const std::string& n = src(u, 0);
+        if (u->arg_as<RangeArg>().type == AxisType::THREAD && k.threads > 1) {
+          // this thread's share [lo, hi) of the loop
+          std::string threads = std::to_string(k.threads), wide = "(" + t.scalar(DType(ScalarType::Int64)) + ")";
+          line("const int " + v + "_lo = (int)(" + wide + "core_id * " + n + " / " + threads + "), " + v + "_hi = (int)(" +
+               wide + "(core_id + 1) * " + n + " / " + threads + ");");
+          line("for (int " + v + " = " + v + "_lo; " + v + " < " + v + "_hi; " + v + "++) {");
+        } else {
+          line("for (int " + v + " = 0; " + v + " < " + n + "; " + v + "++) {");
+        }
+        depth++;
+        name[u] = v;
+        break;
+      }
+      case Ops::END:
+        for (size_t i = 1; i < u->src.size(); i++) {
+          depth--;
+          line("}");
+        }
+        break;
+      case Ops::INDEX:
+        // register accumulators are plain variables; global memory is pointer + offset
+        if (u->src[0]->op == Ops::PARAM) name[u] = "(" + src(u, 0) + "+" + src(u, 1) + ")";
+        else name[u] = src(u, 0);
+        break;
+      case Ops::LOAD: {
+        const UOp* idx = u->src[0].get();
+        if (u->dtype.count > 1 && idx->src[0]->op == Ops::PARAM) {
+          // a vector of neighbours; a gated one branches, as the lanes past the gate may be
+          // past the buffer's end
+          std::string value = "(*(" + t.reg(u->dtype) + "*)" + name.at(idx) + ")";
+          if (idx->src.size() > 2)
+            value = "(" + name.at(idx->src[2].get()) + " ? " + value + " : " + t.splat(u->dtype, t.literal(0, u->dtype)) + ")";
+          var(u, "val", value);
+          break;
+        }
+        std::string value = idx->src[0]->op == Ops::PARAM ? "(*" + name.at(idx) + ")" : name.at(idx);
+        if (idx->src[0]->op == Ops::PARAM && is_half(u->dtype)) value = "kiln_" + half_suffix(u->dtype) + "_to_float" + value;
+        if (idx->src.size() > 2 && idx->src[0]->op == Ops::PARAM) {
+          // A gated load reads element 0 where invalid and selects 0 after: no branch in the
+          // loop, and the select vectorizes.
+          const std::string& gate = name.at(idx->src[2].get());
+          std::string raw = "(*(" + src(idx, 0) + "+(" + gate + " ? " + src(idx, 1) + " : 0)))";
+          if (is_half(u->dtype)) raw = "kiln_" + half_suffix(u->dtype) + "_to_float" + raw;
+          var(u, "val", raw);
+          value = "(" + gate + " ? " + name.at(u) + " : " + t.literal(0, u->dtype) + ")";
+        } else if (idx->src.size() > 2) {
+          value = "(" + name.at(idx->src[2].get()) + " ? " + value + " : " + t.literal(0, u->dtype) + ")";
+        }
+        var(u, "val", value);
+        break;
+      }
+      case Ops::STORE: {
+        const UOp* idx = u->src[0].get();
+        std::string value = src(u, 1);
+        if (idx->src[0]->op == Ops::PARAM && u->src[1]->dtype.count > 1) {
+          line("*(" + t.reg(u->src[1]->dtype) + "*)" + name.at(idx) + " = " + value + ";");
+        } else if (idx->src[0]->op == Ops::PARAM) {
+          if (is_half(u->src[1]->dtype)) value = "kiln_float_to_" + half_suffix(u->src[1]->dtype) + "(" + value + ")";
+          line("*" + name.at(idx) + " = " + value + ";");
+        } else {
+          line(name.at(idx) + " = " + value + ";");
+        }
+        break;
+      }
+      default: {
+        std::string expr = alu(u, name, t);
+        // Inline single-use results, but not without limit: a deep chain would become one
+        // expression too deeply nested for the compiler.
+        int d = 1;
+        for (const UOpRef& src : u->src) d = std::max(d, 1 + nesting[src.get()]);
+        if (uses[u] == 1 && d <= kMaxInlineDepth) {
+          name[u] = expr;
+          nesting[u] = d;
+        } else {
+          var(u, "alu", expr);
+        }
+      }
+    }
+  }
+  head << body.str() << "}\n";
+  return head.str();
+}
+
+}  // namespace kiln::renderer

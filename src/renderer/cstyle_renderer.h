@@ -1,0 +1,45 @@
+#pragma once
+// The C-style renderer shared by every C-like language (tinygrad's CStyleLanguage): one walk over
+// the linearized UOps, with what differs between C and OpenCL C given as data and small functions
+// in a CStyleLanguage (c_language.cpp, opencl_language.cpp).
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "renderer/renderer.h"
+
+namespace kiln::renderer {
+
+struct CStyleLanguage {
+  std::string name;                          // Renderer::language(), e.g. "OpenCL"
+  std::string preamble;                      // defines KILN_MAX and KILN_BITCAST(to, from, x)
+  std::map<ScalarType, std::string> types;   // scalar type names that differ from DType::c_name
+  std::string bool_in_memory;                // the type a bool buffer holds
+  std::string int64_suffix, uint64_suffix;   // of 64-bit integer literals: "ll" in C
+  std::string nan, inf, nan_double, inf_double;  // literals of the special values
+  bool vectors = true;                       // can it render vector dtypes?
+  // The function header up to its opening brace and the lines that name the buffers data<i> and
+  // the thread index core_id. `params` are (index, element type in memory) in the kernel's order.
+  std::function<std::string(const std::string& kernel, const std::vector<std::pair<int64_t, std::string>>& params)>
+      signature;
+  // A one-argument math function, e.g. ("exp", double?) -> "__builtin_expf".
+  std::function<std::string(const std::string& f, bool is_double)> math;
+  // max(a, b) where NaN wins (PyTorch's semantics) for values of type `type`, and the definitions
+  // it needs once per kernel for that type ("" when the preamble has them).
+  std::function<std::string(const std::string& a, const std::string& b, const std::string& type)> max;
+  std::function<std::string(const std::string& type)> max_definition;
+};
+
+class CStyleRenderer final : public Renderer {
+ public:
+  explicit CStyleRenderer(CStyleLanguage language) : lang_(std::move(language)) {}
+  std::string render(const Kernel& kernel) const override;
+  std::string language() const override { return lang_.name; }
+
+ private:
+  CStyleLanguage lang_;
+};
+
+}  // namespace kiln::renderer

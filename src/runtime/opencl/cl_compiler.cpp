@@ -1,0 +1,94 @@
+#include "runtime/opencl/cl_compiler.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+#include <vector>
+
+#include "kiln/error.h"
+#include "support/atomic_file.h"
+#include "support/cache_dir.h"
+#include "support/hash.h"
+#include "support/mapped_file.h"
+
+namespace kiln::runtime::cl {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string numbered(const std::string& source) {
+  std::istringstream in(source);
+  std::string out;
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    char num[16];
+    std::snprintf(num, sizeof num, "%4d | ", ++n);
+    out += num + line + "\n";
+  }
+  return out;
+}
+
+std::string build_log(cl_program program, cl_device_id device) {
+  size_t size = 0;
+  clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size);
+  std::string log(size, '\0');
+  clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr);
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  return log;
+}
+
+std::string program_binary(cl_program program) {
+  size_t size = 0;
+  check(clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr), "clGetProgramInfo");
+  std::string binary(size, '\0');
+  unsigned char* data = reinterpret_cast<unsigned char*>(binary.data());
+  check(clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof data, &data, nullptr), "clGetProgramInfo");
+  return binary;
+}
+
+}  // namespace
+
+ClCompiler::ClCompiler(const Context& ctx) : ctx_(ctx) {
+  // Division and sqrt as exact as the CPU's, where the device can.
+  if (ctx.correctly_rounded_divide_sqrt) options_ = "-cl-fp32-correctly-rounded-divide-sqrt";
+}
+
+std::string ClCompiler::name() const { return "OpenCL " + ctx_.device_name + " (" + ctx_.driver_version + ")"; }
+
+std::string ClCompiler::compile(const std::string& source) {
+  std::string key = content_hash(source + '\0' + ctx_.device_name + '\0' + ctx_.driver_version + '\0' + options_);
+  fs::path path = kernel_cache_dir("opencl") / (key + ".bin");
+  std::error_code ec;
+  if (fs::exists(path, ec)) {
+    MappedFile file(path.string());
+    ++compile_stats().cache_hits;
+    return std::string(file.bytes().begin(), file.bytes().end());
+  }
+
+  const char* text = source.c_str();
+  cl_int err = CL_SUCCESS;
+  cl_program program = clCreateProgramWithSource(ctx_.context, 1, &text, nullptr, &err);
+  check(err, "clCreateProgramWithSource");
+  err = clBuildProgram(program, 1, &ctx_.device, options_.c_str(), nullptr, nullptr);
+  if (err != CL_SUCCESS) {
+    std::string log = build_log(program, ctx_.device);
+    clReleaseProgram(program);
+    throw_error("OpenCL kernel failed to build on ", ctx_.device_name, " (", error_name(err), "):\n", log,
+                "\nsource:\n", numbered(source));
+  }
+  std::string binary;
+  try {
+    binary = program_binary(program);
+  } catch (...) {
+    clReleaseProgram(program);
+    throw;
+  }
+  clReleaseProgram(program);
+  AtomicFile file(path.string());
+  file.write(binary.data(), binary.size());
+  file.commit();
+  ++compile_stats().compiled;
+  return binary;
+}
+
+}  // namespace kiln::runtime::cl
