@@ -2,14 +2,12 @@
 
 #include <fcntl.h>
 #include <spawn.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
 #include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -20,6 +18,7 @@
 #include <vector>
 
 #include "kiln/error.h"
+#include "runtime/disk_cache.h"
 #include "support/env.h"
 #include "support/hash.h"
 
@@ -175,24 +174,6 @@ Toolchain find_toolchain() {
   return it->second;
 }
 
-fs::path cache_dir() {
-  fs::path root;
-  if (std::string dir = env::get_string("KILN_CACHE"); !dir.empty()) {
-    root = dir;
-  } else if (std::string xdg = env::get_string("XDG_CACHE_HOME"); !xdg.empty()) {
-    root = fs::path(xdg) / "kiln";
-  } else if (std::string home = env::get_string("HOME"); !home.empty()) {
-    root = fs::path(home) / ".cache" / "kiln";
-  } else {
-    root = fs::temp_directory_path() / "kiln";
-  }
-  fs::path dir = root / "cpu";
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw_error("could not create the kernel cache folder ", dir.string(), ": ", ec.message());
-  return dir;
-}
-
 // A name no other thread or process is using, for files that are renamed into place when complete.
 std::string unique_suffix() {
   static std::atomic<uint64_t> counter{0};
@@ -273,33 +254,35 @@ const std::string& host_cpu_id() {
 
 std::string CcCompiler::name() const { return join(find_toolchain().command); }
 
-std::string CcCompiler::compile(const std::string& source) {
-  Toolchain tc = find_toolchain();
-  std::string key = content_hash(source + '\0' + join(tc.command) + '\0' + tc.version + '\0' + join({kFlags.begin(), kFlags.end()}) +
-                                 '\0' + join({kLibs.begin(), kLibs.end()}) + '\0' + host_cpu_id());
+std::string CcCompiler::compile(const std::string& source) { return build(source, true); }
 
-  fs::path dir = cache_dir();
-  fs::path binary = dir / (key + ".so");
-  std::error_code ec;
-  if (fs::exists(binary, ec)) {
+std::string CcCompiler::recompile(const std::string& source) { return build(source, false); }
+
+std::string CcCompiler::build(const std::string& source, bool reuse_entry) {
+  Toolchain tc = find_toolchain();
+  const std::string key = content_hash(source + '\0' + join(tc.command) + '\0' + tc.version + '\0' +
+                                       join({kFlags.begin(), kFlags.end()}) + '\0' +
+                                       join({kLibs.begin(), kLibs.end()}) + '\0' + host_cpu_id());
+  const fs::path dir = disk_cache::folder("cpu");
+  const fs::path entry = disk_cache::entry_path(dir, key);
+  if (reuse_entry && disk_cache::holds(entry)) {
     ++compile_stats().cache_hits;
-    return binary.string();
+    return entry.string();
   }
 
-  std::string stem = key + "." + unique_suffix();
-  fs::path temp_binary = dir / (stem + ".so.tmp");
-  TempFiles temps{{dir / (stem + ".c"), temp_binary}};
-  ProcessResult result = run_compiler(tc, source, temps.paths[0], temp_binary);
-  if (!built(result, temp_binary)) {
+  // Work files sit next to the entry, so the finished binary is renamed into place, never copied.
+  const std::string stem = (dir / key).string() + "." + unique_suffix();
+  TempFiles temps{{stem + ".c", stem + ".so.tmp"}};
+  const fs::path &source_file = temps.paths[0], &binary = temps.paths[1];
+  ProcessResult result = run_compiler(tc, source, source_file, binary);
+  if (!built(result, binary)) {
     check_compiler_works(tc, dir);
     throw_error("CPU kernel failed to compile (", tc.command[0], " exited with ", result.exit_code, "):\n",
                 result.output, "source:\n", numbered_source_head(source));
   }
-  // rename is atomic: other processes see either no binary or a complete one.
-  fs::rename(temp_binary, binary, ec);
-  if (ec) throw_error("could not move the compiled kernel to ", binary.string(), ": ", ec.message());
+  disk_cache::publish(binary, entry);
   ++compile_stats().compiled;
-  return binary.string();
+  return entry.string();
 }
 
 }  // namespace kiln::runtime
