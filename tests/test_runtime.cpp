@@ -471,6 +471,16 @@ TEST(CcCompiler, HonoursCC) {
   EXPECT_NE(msg.find("no-such-compiler-kiln"), std::string::npos) << msg;
 }
 
+// Kernels are linked by ld from PATH, not by the compiler driver.
+TEST(CcCompiler, NoLinkerOnPathIsAnError) {
+  TempCache cache;
+  env::ScopedEnv cc_env("CC", CcCompiler().name());  // a full path: found without PATH
+  env::ScopedEnv path_env("PATH", (cache.dir / "empty").string());
+  std::string msg = error_message([] { CcCompiler().compile(single_core_kernel(10)); });
+  EXPECT_EQ(msg, "the linker 'ld' for CPU kernels was not found on PATH; install binutils");
+  EXPECT_TRUE(cache.files().empty());
+}
+
 // A CC that is not a C compiler gets one line naming it, how it failed and the fix, not its output
 // and the kernel source: `false` fails --version, `ls` fails on the compiler flags, `true`
 // "succeeds" without writing anything.
@@ -479,7 +489,7 @@ TEST(CcCompiler, CCThatIsNotACompiler) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"false", "its --version exited with 1"},
       {"ls", "compiling an empty C file exited with 2: "},
-      {"true", "compiling an empty C file exited with 0 but wrote no shared object"},
+      {"true", "compiling an empty C file exited with 0 but wrote no object file"},
   };
   for (const auto& [cc, how] : cases) {
     env::ScopedEnv cc_env("CC", cc);

@@ -7,8 +7,9 @@
 
 namespace kiln::runtime {
 
-// Uses env CC if set (a program name or path, optionally followed by extra flags), else clang,
-// else gcc from PATH. Safe to call from several threads and processes at once.
+// Uses env CC if set (a program name or path, optionally followed by extra compile flags), else
+// clang, else gcc from PATH; links with ld from PATH. Safe to call from several threads and
+// processes at once.
 class CcCompiler final : public Compiler {
  public:
   // The C compiler's resolved path (plus the extra flags from CC, if any).
