@@ -119,6 +119,23 @@ size_t count(const std::string& text, const std::string& part) {
   return n;
 }
 
+// stderr captured from construction until text(); a test that throws before text() still ends
+// the capture (gtest aborts on a second one).
+class CapturedStderr {
+ public:
+  CapturedStderr() { testing::internal::CaptureStderr(); }
+  ~CapturedStderr() {
+    if (capturing_) testing::internal::GetCapturedStderr();
+  }
+  std::string text() {
+    capturing_ = false;
+    return testing::internal::GetCapturedStderr();
+  }
+
+ private:
+  bool capturing_ = true;
+};
+
 TEST(Hash, Fnv1a64KnownVectors) {
   EXPECT_EQ(fnv1a_64(""), 0xcbf29ce484222325u);
   EXPECT_EQ(fnv1a_64("a"), 0xaf63dc4c8601ec8cu);
@@ -309,9 +326,9 @@ TEST(DiskCache, DamagedEntryIsRebuilt) {
     EXPECT_NE(disk_cache::damage(entry).find(damage.reason), std::string::npos) << disk_cache::damage(entry);
 
     CompileStats before = compile_stats();
-    testing::internal::CaptureStderr();
+    CapturedStderr captured;
     EXPECT_EQ(cc.compile(source), entry);
-    const std::string warnings = testing::internal::GetCapturedStderr();
+    const std::string warnings = captured.text();
     EXPECT_EQ(compile_stats().compiled, before.compiled + 1);
     EXPECT_EQ(count(warnings, "kiln: kernel cache entry " + entry + " is damaged ("), 1u) << warnings;
     EXPECT_NE(warnings.find(damage.reason), std::string::npos) << warnings;
@@ -333,9 +350,9 @@ TEST(DiskCache, EntryThatDoesNotLoadIsRebuilt) {
   ASSERT_EQ(disk_cache::damage(entry), "");
 
   CompileStats before = compile_stats();
-  testing::internal::CaptureStderr();
+  CapturedStderr captured;
   std::unique_ptr<Program> program = load_compiled(cpu, cpu.compiler().compile(source), source, "k");
-  const std::string warnings = testing::internal::GetCapturedStderr();
+  const std::string warnings = captured.text();
   EXPECT_EQ(compile_stats().cache_hits, before.cache_hits + 1);
   EXPECT_EQ(compile_stats().compiled, before.compiled + 1);
   EXPECT_EQ(count(warnings, "kiln: could not load CPU kernel library " + entry), 1u) << warnings;
@@ -354,13 +371,13 @@ TEST(DiskCache, UnusableFolderFallsBackToTemporaryOne) {
   env::ScopedEnv env("KILN_CACHE", wanted.string());
   CcCompiler cc;
 
-  testing::internal::CaptureStderr();
+  CapturedStderr captured;
   const std::string first = cc.compile(single_core_kernel(3));
   const std::string second = cc.compile(single_core_kernel(4));
   CompileStats before = compile_stats();
   EXPECT_EQ(cc.compile(single_core_kernel(3)), first);
   EXPECT_EQ(compile_stats().cache_hits, before.cache_hits + 1);
-  const std::string warnings = testing::internal::GetCapturedStderr();
+  const std::string warnings = captured.text();
 
   const fs::path stand_in = fs::path(first).parent_path();
   EXPECT_EQ(fs::path(second).parent_path(), stand_in);
@@ -381,9 +398,9 @@ TEST(DiskCache, ReadOnlyFolderFallsBackToTemporaryOne) {
   TempCache cache;
   fs::create_directory(cache.dir / "cpu");
   fs::permissions(cache.dir / "cpu", fs::perms::owner_read | fs::perms::owner_exec);
-  testing::internal::CaptureStderr();
+  CapturedStderr captured;
   const std::string binary = CcCompiler().compile(single_core_kernel(5));
-  const std::string warnings = testing::internal::GetCapturedStderr();
+  const std::string warnings = captured.text();
   fs::permissions(cache.dir / "cpu", fs::perms::owner_all);
   EXPECT_NE(fs::path(binary).parent_path(), cache.dir / "cpu");
   EXPECT_NE(warnings.find((cache.dir / "cpu").string() + " (from KILN_CACHE): Permission denied"), std::string::npos)
@@ -395,9 +412,9 @@ TEST(DiskCache, ReadOnlyFolderFallsBackToTemporaryOne) {
 // the private temporary folder. (Its warning comes once per process, so maybe not in this test.)
 TEST(DiskCache, NoFolderConfiguredFallsBackToTemporaryOne) {
   env::ScopedEnv no_kiln_cache("KILN_CACHE", ""), no_xdg("XDG_CACHE_HOME", ""), no_home("HOME", "");
-  testing::internal::CaptureStderr();
+  CapturedStderr captured;
   const std::string binary = CcCompiler().compile(single_core_kernel(6));
-  const std::string warnings = testing::internal::GetCapturedStderr();
+  const std::string warnings = captured.text();
   EXPECT_EQ(fs::path(binary).parent_path().parent_path().filename().string().rfind("kiln-cache-", 0), 0u) << binary;
   EXPECT_LE(count(warnings, "no folder for the kernel cache: KILN_CACHE, XDG_CACHE_HOME and HOME are unset"), 1u)
       << warnings;
@@ -412,7 +429,7 @@ TEST(DiskCache, ProcessesFillOneCacheAtOnce) {
   const std::vector<int> pluses = {7, 8, 9};
   int start[2];
   ASSERT_EQ(pipe(start), 0);
-  testing::internal::CaptureStderr();  // the children's stderr too: they inherit it
+  CapturedStderr captured;  // the children's stderr too: they inherit it
   std::vector<pid_t> children;
   for (int c = 0; c < 4; ++c) {
     pid_t pid = fork();
@@ -443,7 +460,7 @@ TEST(DiskCache, ProcessesFillOneCacheAtOnce) {
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child " << pid << " status " << status;
   }
-  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  EXPECT_EQ(captured.text(), "");
   const std::vector<std::string> files = cache.files();
   EXPECT_EQ(files.size(), pluses.size());
   for (const std::string& file : files) EXPECT_EQ(disk_cache::damage(cache.dir / "cpu" / file), "") << file;
