@@ -2,10 +2,13 @@
 // kernels, the compile cache and the device registry.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -18,6 +21,7 @@
 #include "runtime/cc_compiler.h"
 #include "runtime/cpu_allocator.h"
 #include "runtime/device.h"
+#include "runtime/disk_cache.h"
 #include "support/env.h"
 #include "support/hash.h"
 #include "support/thread_pool.h"
@@ -76,6 +80,67 @@ void k(void** bufs, const long long* vals, int core_id) {
   for (int i = start; i < end; i++) out[i] = a[i] * a[i] + 1.0f;
 }
 )";
+
+// out[i] = a[i] * a[i] + plus for i < vals[0], all on core 0: launched with global size 1 it runs
+// inline, without the thread pool (which a forked child has no threads for).
+std::string single_core_kernel(int plus) {
+  return "void k(void** bufs, const long long* vals, int core_id) {\n"
+         "  float* out = (float*)bufs[0];\n"
+         "  const float* a = (const float*)bufs[1];\n"
+         "  for (long long i = 0; i < vals[0]; i++) out[i] = a[i] * a[i] + " + std::to_string(plus) + ".0f;\n"
+         "}\n";
+}
+
+// Whether `program`, built from single_core_kernel(plus), computes that. (Every value is exact in
+// float, fused multiply-add or not.)
+bool computes(Program& program, int plus) {
+  const int n = 1003;
+  std::vector<float> a(n), out(n, -1.0f);
+  for (int i = 0; i < n; ++i) a[i] = 0.25f * float(i) - 50.0f;
+  program.launch({out.data(), a.data()}, {n}, 1, true);
+  for (int i = 0; i < n; ++i)
+    if (out[i] != a[i] * a[i] + float(plus)) return false;
+  return true;
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_file(const fs::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+size_t count(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+// stderr captured from construction until text(); a test that throws before text() still ends
+// the capture (gtest aborts on a second one).
+class CapturedStderr {
+ public:
+  CapturedStderr() { testing::internal::CaptureStderr(); }
+  ~CapturedStderr() {
+    if (capturing_) testing::internal::GetCapturedStderr();
+  }
+  std::string text() {
+    capturing_ = false;
+    return testing::internal::GetCapturedStderr();
+  }
+
+ private:
+  bool capturing_ = true;
+};
+
+TEST(Hash, Fnv1a64KnownVectors) {
+  EXPECT_EQ(fnv1a_64(""), 0xcbf29ce484222325u);
+  EXPECT_EQ(fnv1a_64("a"), 0xaf63dc4c8601ec8cu);
+  EXPECT_EQ(fnv1a_64("foobar"), 0x85944171f73967e8u);
+}
 
 TEST(Hash, Sha256KnownVectors) {
   EXPECT_EQ(content_hash(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
@@ -237,6 +302,170 @@ TEST(CcCompiler, ConcurrentCompilesOfOneSourceAgree) {
   EXPECT_EQ(cache.files().size(), 1u);
 }
 
+// However an entry is damaged, the next compile says so once, builds it again and replaces it.
+TEST(DiskCache, DamagedEntryIsRebuilt) {
+  const std::string source = single_core_kernel(1);
+  struct Damage {
+    std::string name;
+    std::function<std::string(const std::string&)> apply;  // entry bytes -> damaged bytes
+    std::string reason;                                     // part of the warning
+  };
+  const std::vector<Damage> damages = {
+      {"garbage", [](const std::string& b) { return std::string(b.size(), '\x5a'); }, "no kiln footer"},
+      {"zero-length", [](const std::string&) { return std::string(); }, "0 bytes, fewer than its 24-byte footer"},
+      {"half-written", [](const std::string& b) { return b.substr(0, b.size() / 2); }, "no kiln footer"},
+      {"first byte lost", [](const std::string& b) { return b.substr(1); }, "bytes of binary, the file holds"},
+      {"a byte changed", [](std::string b) { b[b.size() / 3] ^= 1; return b; }, "checksum"},
+  };
+  for (const Damage& damage : damages) {
+    SCOPED_TRACE(damage.name);
+    TempCache cache;  // a new folder, so dlopen has never seen this entry's path
+    CcCompiler cc;
+    const std::string entry = cc.compile(source);
+    write_file(entry, damage.apply(read_file(entry)));
+    EXPECT_NE(disk_cache::damage(entry).find(damage.reason), std::string::npos) << disk_cache::damage(entry);
+
+    CompileStats before = compile_stats();
+    CapturedStderr captured;
+    EXPECT_EQ(cc.compile(source), entry);
+    const std::string warnings = captured.text();
+    EXPECT_EQ(compile_stats().compiled, before.compiled + 1);
+    EXPECT_EQ(count(warnings, "kiln: kernel cache entry " + entry + " is damaged ("), 1u) << warnings;
+    EXPECT_NE(warnings.find(damage.reason), std::string::npos) << warnings;
+    EXPECT_EQ(disk_cache::damage(entry), "");
+    EXPECT_TRUE(computes(*get_device("CPU").load(entry, "k"), 1));
+    EXPECT_EQ(cache.files().size(), 1u);  // the entry only: no work files left
+  }
+}
+
+// A file under a valid footer that dlopen rejects passes the cache's checks; loading it fails,
+// so it is compiled again once, replacing the entry, and the new one loads.
+TEST(DiskCache, EntryThatDoesNotLoadIsRebuilt) {
+  TempCache cache;
+  const std::string source = single_core_kernel(2);
+  Device& cpu = get_device("CPU");
+  const std::string entry = cpu.compiler().compile(source);
+  write_file(entry + ".fake", "not a shared object");
+  disk_cache::publish(entry + ".fake", entry);
+  ASSERT_EQ(disk_cache::damage(entry), "");
+
+  CompileStats before = compile_stats();
+  CapturedStderr captured;
+  std::unique_ptr<Program> program = load_compiled(cpu, cpu.compiler().compile(source), source, "k");
+  const std::string warnings = captured.text();
+  EXPECT_EQ(compile_stats().cache_hits, before.cache_hits + 1);
+  EXPECT_EQ(compile_stats().compiled, before.compiled + 1);
+  EXPECT_EQ(count(warnings, "kiln: could not load CPU kernel library " + entry), 1u) << warnings;
+  EXPECT_NE(warnings.find("; compiling it again"), std::string::npos) << warnings;
+  EXPECT_TRUE(computes(*program, 2));
+  EXPECT_EQ(disk_cache::damage(entry), "");
+  EXPECT_EQ(read_file(entry).substr(0, 4), "\x7f" "ELF");
+}
+
+// A cache folder that cannot be created (a path under a regular file, which stops root too,
+// unlike chmod) gives one warning naming it, the reason and the stand-in, and kernels still work.
+TEST(DiskCache, UnusableFolderFallsBackToTemporaryOne) {
+  TempCache cache;
+  write_file(cache.dir / "file", "a file, not a folder");
+  const fs::path wanted = cache.dir / "file" / "sub";
+  env::ScopedEnv env("KILN_CACHE", wanted.string());
+  CcCompiler cc;
+
+  CapturedStderr captured;
+  const std::string first = cc.compile(single_core_kernel(3));
+  const std::string second = cc.compile(single_core_kernel(4));
+  CompileStats before = compile_stats();
+  EXPECT_EQ(cc.compile(single_core_kernel(3)), first);
+  EXPECT_EQ(compile_stats().cache_hits, before.cache_hits + 1);
+  const std::string warnings = captured.text();
+
+  const fs::path stand_in = fs::path(first).parent_path();
+  EXPECT_EQ(fs::path(second).parent_path(), stand_in);
+  EXPECT_EQ(stand_in.filename(), "cpu");
+  EXPECT_EQ(count(warnings, "kiln: "), 1u) << warnings;
+  EXPECT_NE(warnings.find("cannot use the kernel cache folder " + (wanted / "cpu").string() +
+                          " (from KILN_CACHE): Not a directory; caching kernels in " +
+                          stand_in.parent_path().string() + " for this process instead"),
+            std::string::npos)
+      << warnings;
+  Device& cpu = get_device("CPU");
+  EXPECT_TRUE(computes(*cpu.load(first, "k"), 3));
+  EXPECT_TRUE(computes(*cpu.load(second, "k"), 4));
+}
+
+TEST(DiskCache, ReadOnlyFolderFallsBackToTemporaryOne) {
+  if (geteuid() == 0) GTEST_SKIP() << "root writes into read-only folders; the path-under-a-file test covers root";
+  TempCache cache;
+  fs::create_directory(cache.dir / "cpu");
+  fs::permissions(cache.dir / "cpu", fs::perms::owner_read | fs::perms::owner_exec);
+  CapturedStderr captured;
+  const std::string binary = CcCompiler().compile(single_core_kernel(5));
+  const std::string warnings = captured.text();
+  fs::permissions(cache.dir / "cpu", fs::perms::owner_all);
+  EXPECT_NE(fs::path(binary).parent_path(), cache.dir / "cpu");
+  EXPECT_NE(warnings.find((cache.dir / "cpu").string() + " (from KILN_CACHE): Permission denied"), std::string::npos)
+      << warnings;
+  EXPECT_TRUE(computes(*get_device("CPU").load(binary, "k"), 5));
+}
+
+// With no folder configured at all (no KILN_CACHE, XDG_CACHE_HOME or HOME) kernels are cached in
+// the private temporary folder. (Its warning comes once per process, so maybe not in this test.)
+TEST(DiskCache, NoFolderConfiguredFallsBackToTemporaryOne) {
+  env::ScopedEnv no_kiln_cache("KILN_CACHE", ""), no_xdg("XDG_CACHE_HOME", ""), no_home("HOME", "");
+  CapturedStderr captured;
+  const std::string binary = CcCompiler().compile(single_core_kernel(6));
+  const std::string warnings = captured.text();
+  EXPECT_EQ(fs::path(binary).parent_path().parent_path().filename().string().rfind("kiln-cache-", 0), 0u) << binary;
+  EXPECT_LE(count(warnings, "no folder for the kernel cache: KILN_CACHE, XDG_CACHE_HOME and HOME are unset"), 1u)
+      << warnings;
+  EXPECT_TRUE(computes(*get_device("CPU").load(binary, "k"), 6));
+}
+
+// Processes that fill one empty cache with the same kernels at the same moment all get working
+// kernels without a warning (none saw part of an entry), and the cache ends up with one whole
+// entry per kernel and nothing else.
+TEST(DiskCache, ProcessesFillOneCacheAtOnce) {
+  TempCache cache;
+  const std::vector<int> pluses = {7, 8, 9};
+  int start[2];
+  ASSERT_EQ(pipe(start), 0);
+  CapturedStderr captured;  // the children's stderr too: they inherit it
+  std::vector<pid_t> children;
+  for (int c = 0; c < 4; ++c) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {  // the child: wait for the start (the pipe's end), compile, check, report by exit code
+      close(start[1]);
+      char byte;
+      while (read(start[0], &byte, 1) > 0) {
+      }
+      bool ok = true;
+      try {
+        for (int plus : pluses) {
+          std::unique_ptr<Program> program = get_device("CPU").load(CcCompiler().compile(single_core_kernel(plus)), "k");
+          ok = ok && computes(*program, plus);
+        }
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "child %d: %s\n", c, e.what());
+        ok = false;
+      }
+      _exit(ok ? 0 : 1);  // no gtest or static destructors in the child
+    }
+    children.push_back(pid);
+  }
+  close(start[0]);
+  close(start[1]);  // go
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child " << pid << " status " << status;
+  }
+  EXPECT_EQ(captured.text(), "");
+  const std::vector<std::string> files = cache.files();
+  EXPECT_EQ(files.size(), pluses.size());
+  for (const std::string& file : files) EXPECT_EQ(disk_cache::damage(cache.dir / "cpu" / file), "") << file;
+}
+
 TEST(CcCompiler, SyntaxErrorReportsCompilerOutput) {
   TempCache cache;
   CcCompiler cc;
@@ -259,6 +488,16 @@ TEST(CcCompiler, HonoursCC) {
   EXPECT_NE(msg.find("no-such-compiler-kiln"), std::string::npos) << msg;
 }
 
+// Kernels are linked by ld from PATH, not by the compiler driver.
+TEST(CcCompiler, NoLinkerOnPathIsAnError) {
+  TempCache cache;
+  env::ScopedEnv cc_env("CC", CcCompiler().name());  // a full path: found without PATH
+  env::ScopedEnv path_env("PATH", (cache.dir / "empty").string());
+  std::string msg = error_message([] { CcCompiler().compile(single_core_kernel(10)); });
+  EXPECT_EQ(msg, "the linker 'ld' for CPU kernels was not found on PATH; install binutils");
+  EXPECT_TRUE(cache.files().empty());
+}
+
 // A CC that is not a C compiler gets one line naming it, how it failed and the fix, not its output
 // and the kernel source: `false` fails --version, `ls` fails on the compiler flags, `true`
 // "succeeds" without writing anything.
@@ -267,7 +506,7 @@ TEST(CcCompiler, CCThatIsNotACompiler) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"false", "its --version exited with 1"},
       {"ls", "compiling an empty C file exited with 2: "},
-      {"true", "compiling an empty C file exited with 0 but wrote no shared object"},
+      {"true", "compiling an empty C file exited with 0 but wrote no object file"},
   };
   for (const auto& [cc, how] : cases) {
     env::ScopedEnv cc_env("CC", cc);

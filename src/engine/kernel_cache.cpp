@@ -112,7 +112,7 @@ class KernelCache {
         if (p.compiled) fprintf(stderr, "*** %-6s compile %s compiled in %.1f ms\n", p.dev->name().c_str(), name.c_str(), p.ms);
         else fprintf(stderr, "*** %-6s compile %s disk cache hit\n", p.dev->name().c_str(), name.c_str());
       }
-      p.kernel->runtime = p.dev->load(p.binary, p.kernel->program.name);
+      p.kernel->runtime = runtime::load_compiled(*p.dev, p.binary, p.kernel->program.source, p.kernel->program.name);
       cache_.emplace(p.key, std::make_pair(p.ast, std::move(p.kernel)));
     }
   }

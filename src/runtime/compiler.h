@@ -13,6 +13,9 @@ struct Compiler {
   // Returns a path or blob identifying the binary, to pass to Device::load.
   // Throws kiln::Error with the compiler's diagnostics when the source does not compile.
   virtual std::string compile(const std::string& source) = 0;
+  // Like compile, but never answered from the disk cache: builds `source` again and replaces its
+  // entry. For a cached binary the device could not load.
+  virtual std::string recompile(const std::string& source) = 0;
 };
 
 // Process-wide counters. The fields are atomic because compiles may run on several threads;

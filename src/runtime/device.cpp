@@ -19,6 +19,16 @@ int Device::max_threads() const { return 1; }
 int Device::vector_bytes() const { return 0; }
 std::string Device::language() const { return "C"; }
 
+std::unique_ptr<Program> load_compiled(Device& dev, const std::string& binary, const std::string& source,
+                                       const std::string& function_name) {
+  try {
+    return dev.load(binary, function_name);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "kiln: %s; compiling it again\n", e.what());
+    return dev.load(dev.compiler().recompile(source), function_name);
+  }
+}
+
 namespace {
 
 struct Entry {

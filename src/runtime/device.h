@@ -40,6 +40,12 @@ class Device {
   std::string name_;
 };
 
+// dev.load(binary, function_name) for a binary from dev.compiler().compile(source). A binary that
+// does not load is compiled again once (replacing its cache entry) and the new one loaded: an
+// entry can pass the cache's checks and still not load, e.g. a foreign file under a valid footer.
+std::unique_ptr<Program> load_compiled(Device& dev, const std::string& binary, const std::string& source,
+                                       const std::string& function_name);
+
 // Makes a device available as `name` (case-insensitive). Registering a name again replaces its
 // factory and priority; a device already created under that name stays in use.
 void register_device(const std::string& name, std::function<std::unique_ptr<Device>()> factory, int priority);

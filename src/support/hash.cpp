@@ -76,4 +76,10 @@ std::string content_hash(std::string_view data) {
   return hex;
 }
 
+uint64_t fnv1a_64(std::string_view data) {
+  uint64_t h = 0xcbf29ce484222325;  // the FNV offset basis
+  for (unsigned char c : data) h = (h ^ c) * 0x100000001b3;  // the FNV prime
+  return h;
+}
+
 }  // namespace kiln::runtime

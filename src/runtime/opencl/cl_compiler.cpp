@@ -2,19 +2,17 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <vector>
 
 #include "kiln/error.h"
-#include "support/atomic_file.h"
-#include "support/cache_dir.h"
+#include "runtime/disk_cache.h"
 #include "support/hash.h"
-#include "support/mapped_file.h"
 
 namespace kiln::runtime::cl {
 namespace {
 
-namespace fs = std::filesystem;
 
 std::string numbered(const std::string& source) {
   std::istringstream in(source);
@@ -55,16 +53,23 @@ ClCompiler::ClCompiler(const Context& ctx) : ctx_(ctx) {
 
 std::string ClCompiler::name() const { return "OpenCL " + ctx_.device_name + " (" + ctx_.driver_version + ")"; }
 
-std::string ClCompiler::compile(const std::string& source) {
+std::string ClCompiler::cache_path(const std::string& source) const {
   std::string key = content_hash(source + '\0' + ctx_.device_name + '\0' + ctx_.driver_version + '\0' + options_);
-  fs::path path = kernel_cache_dir("opencl") / (key + ".bin");
-  std::error_code ec;
-  if (fs::exists(path, ec)) {
-    MappedFile file(path.string());
-    ++compile_stats().cache_hits;
-    return std::string(file.bytes().begin(), file.bytes().end());
-  }
+  return disk_cache::entry_path(disk_cache::folder("opencl"), key, ".bin").string();
+}
 
+std::string ClCompiler::compile(const std::string& source) {
+  std::string path = cache_path(source);
+  if (disk_cache::holds(path)) {
+    ++compile_stats().cache_hits;
+    return disk_cache::payload(path);
+  }
+  return build(source, path);
+}
+
+std::string ClCompiler::recompile(const std::string& source) { return build(source, cache_path(source)); }
+
+std::string ClCompiler::build(const std::string& source, const std::string& path) {
   const char* text = source.c_str();
   cl_int err = CL_SUCCESS;
   cl_program program = clCreateProgramWithSource(ctx_.context, 1, &text, nullptr, &err);
@@ -84,9 +89,13 @@ std::string ClCompiler::compile(const std::string& source) {
     throw;
   }
   clReleaseProgram(program);
-  AtomicFile file(path.string());
-  file.write(binary.data(), binary.size());
-  file.commit();
+  const std::string temp = path + "." + disk_cache::unique_suffix() + ".tmp";
+  {
+    std::ofstream out(temp, std::ios::binary);
+    out.write(binary.data(), static_cast<std::streamsize>(binary.size()));
+    if (!out) throw_error("could not write ", temp);
+  }
+  disk_cache::publish(temp, path);
   ++compile_stats().compiled;
   return binary;
 }

@@ -15,10 +15,15 @@ class ClCompiler final : public Compiler {
   // Returns the binary itself. A failed build throws kiln::Error with the build log and the
   // numbered source.
   std::string compile(const std::string& source) override;
+  // Builds again, replacing the cache entry (a cached binary the device would not load).
+  std::string recompile(const std::string& source) override;
   // The options binaries are built with (loading one builds it again with the same options).
   const std::string& options() const { return options_; }
 
  private:
+  std::string cache_path(const std::string& source) const;
+  std::string build(const std::string& source, const std::string& path);
+
   const Context& ctx_;
   std::string options_;
 };
