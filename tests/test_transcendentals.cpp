@@ -139,11 +139,11 @@ void check_unary(const Inputs& x, const UnaryFn& f, const std::function<double(d
 
 // ---- exponentials and logarithms
 
-TEST(Transcendentals, Exp) {  // all x; 1 ULP
+TEST(Transcendentals, Exp) {  // all x; 2 ULP (libmvec with clang)
   Inputs x = cat({grid(-90, 90, 200001), grid(79, 81, 50001), grid(-81, -79, 50001),
                   every_float(-110, 95, 200000, 1), around({88.72283935546875, -87.33654475, -103.972077}, 200),
                   every_float(-kMax, kMax, 20000, 2), specials()});
-  check_unary(x, [](const Tensor& t) { return t.exp(); }, [](double v) { return std::exp(v); }, 1);
+  check_unary(x, [](const Tensor& t) { return t.exp(); }, [](double v) { return std::exp(v); }, 2);
 }
 
 TEST(Transcendentals, Exp2) {  // all x; 1 ULP
@@ -171,20 +171,20 @@ Inputs trig_inputs(uint64_t seed) {
               around(trig_zeros(), 20), specials()});
 }
 
-TEST(Transcendentals, Sin) {  // all x; 1 ULP
-  check_unary(trig_inputs(9), [](const Tensor& t) { return t.sin(); }, [](double v) { return std::sin(v); }, 1);
+TEST(Transcendentals, Sin) {  // all x; 2 ULP (libmvec with clang)
+  check_unary(trig_inputs(9), [](const Tensor& t) { return t.sin(); }, [](double v) { return std::sin(v); }, 2);
 }
 
-TEST(Transcendentals, Cos) {  // all x; 1 ULP
-  check_unary(trig_inputs(10), [](const Tensor& t) { return t.cos(); }, [](double v) { return std::cos(v); }, 1);
+TEST(Transcendentals, Cos) {  // all x; 2 ULP (libmvec with clang)
+  check_unary(trig_inputs(10), [](const Tensor& t) { return t.cos(); }, [](double v) { return std::cos(v); }, 2);
 }
 
 TEST(Transcendentals, CosOfAMillion) {  // the case that was 0.93962 when cos was sin(pi/2 - x)
   EXPECT_EQ(Tensor(std::vector<float>{1e6f}).cos().item<float>(), static_cast<float>(std::cos(1e6)));
 }
 
-TEST(Transcendentals, Tan) {  // all x; 2 ULP (sin / cos)
-  check_unary(trig_inputs(11), [](const Tensor& t) { return t.tan(); }, [](double v) { return std::tan(v); }, 2);
+TEST(Transcendentals, Tan) {  // all x; 3 ULP (sin / cos)
+  check_unary(trig_inputs(11), [](const Tensor& t) { return t.tan(); }, [](double v) { return std::tan(v); }, 3);
 }
 
 // ---- hyperbolic and logistic
@@ -206,9 +206,9 @@ TEST(Transcendentals, TanhLimits) {
   EXPECT_TRUE(std::isnan(y[6]));
 }
 
-TEST(Transcendentals, Sigmoid) {  // all x; 2 ULP
+TEST(Transcendentals, Sigmoid) {  // all x; 3 ULP
   Inputs x = cat({grid(-110, 40, 200001), grid(-10, 10, 100001), every_float(-kMax, kMax, 200000, 14), specials()});
-  check_unary(x, [](const Tensor& t) { return t.sigmoid(); }, [](double v) { return 1 / (1 + std::exp(-v)); }, 2);
+  check_unary(x, [](const Tensor& t) { return t.sigmoid(); }, [](double v) { return 1 / (1 + std::exp(-v)); }, 3);
 }
 
 // ---- roots and reciprocals

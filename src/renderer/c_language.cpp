@@ -4,12 +4,16 @@
 namespace kiln::renderer {
 namespace {
 
+// kiln_log: log stays libm's scalar function (1 ULP): glibc's vector log (libmvec, which clang calls
+// for loops of exp, sin, cos, ...; cc_compiler.cpp) is up to 4 ULP off.
 // KILN_VMAX: max of vectors, selecting bitwise with the comparison's integer mask (C has no ?: on
 // vectors).
 const char* kPreamble = R"(#define KILN_MAX(a, b) ({ __typeof__(a) a_ = (a), b_ = (b); (a_ > b_ || a_ != a_) ? a_ : b_; })
 #define KILN_VMAX(a, b, mask) ({ __typeof__(a) a_ = (a), b_ = (b); mask m_ = (mask)((a_ > b_) | (a_ != a_)); \
   (__typeof__(a))(((mask)a_ & m_) | ((mask)b_ & ~m_)); })
 #define KILN_BITCAST(to, from, x) ({ union { from f; to t; } u_; u_.f = (x); u_.t; })
+static __attribute__((noinline, unused)) float kiln_logf(float x) { return __builtin_logf(x); }
+static __attribute__((noinline, unused)) double kiln_log(double x) { return __builtin_log(x); }
 )";
 
 CStyleLanguage c_language() {
@@ -30,7 +34,9 @@ CStyleLanguage c_language() {
       s += "  " + type + "* restrict data" + std::to_string(i) + " = (" + type + "*)bufs[" + std::to_string(i) + "];\n";
     return s;
   };
-  c.math = [](const std::string& f, bool is_double) { return "__builtin_" + f + (is_double ? "" : "f"); };
+  c.math = [](const std::string& f, bool is_double) {
+    return (f == "log" ? "kiln_" : "__builtin_") + f + (is_double ? "" : "f");
+  };
   c.max = [](const std::string& a, const std::string& b, const std::string&) { return "KILN_MAX(" + a + ", " + b + ")"; };
   c.max_definition = [](const std::string&) { return std::string(); };
   return c;
