@@ -31,6 +31,7 @@ void bind_runtime(py::module_& m) {
       .def_readwrite_static("global_ops", &GlobalCounters::global_ops)
       .def_readwrite_static("global_mem", &GlobalCounters::global_mem)
       .def_readonly_static("mem_used", &GlobalCounters::mem_used)
+      .def_readonly_static("mem_peak", &GlobalCounters::mem_peak)
       .def_readwrite_static("time_sum_s", &GlobalCounters::time_sum_s)
       .def_static("reset", &GlobalCounters::reset);
 

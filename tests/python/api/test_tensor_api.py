@@ -265,6 +265,7 @@ def test_global_counters():
   assert GlobalCounters.kernel_count == 0
   t = (Tensor([1.0, 2.0]) * 3).realize()
   assert GlobalCounters.kernel_count == 1 and GlobalCounters.global_ops > 0 and GlobalCounters.mem_used >= t.nbytes()
+  assert GlobalCounters.mem_peak >= GlobalCounters.mem_used
 
 def test_tinyjit_returns_realized_tensors():
   @TinyJit
