@@ -12,6 +12,7 @@
 #include "kiln/kiln.h"
 #include "runtime/device.h"
 #include "support/env.h"
+#include "temp_cache.h"
 
 namespace kiln::runtime {
 namespace {
@@ -26,21 +27,7 @@ bool has_cl() {
 #define SKIP_WITHOUT_CL() \
   if (!has_cl()) GTEST_SKIP() << "no OpenCL device (kiln built without OpenCL, or the ICD loader finds none)"
 
-// A fresh KILN_CACHE folder, removed afterwards.
-struct TempCache {
-  fs::path dir;
-  env::ScopedEnv env;
-  TempCache() : dir(make_dir()), env("KILN_CACHE", dir.string()) {}
-  ~TempCache() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  static fs::path make_dir() {
-    std::string pattern = (fs::temp_directory_path() / "kiln-cl-test-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    return pattern;
-  }
-};
+using kt::TempCache;
 
 TEST(OpenCL, MemoryRoundTrips) {
   SKIP_WITHOUT_CL();

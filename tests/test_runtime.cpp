@@ -23,6 +23,7 @@
 #include "runtime/device.h"
 #include "runtime/disk_cache.h"
 #include "support/env.h"
+#include "temp_cache.h"
 #include "support/hash.h"
 #include "support/thread_pool.h"
 
@@ -35,28 +36,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh folder for KILN_CACHE, removed afterwards, so cache behaviour is known.
-struct TempCache {
-  fs::path dir;
-  env::ScopedEnv env;
-  TempCache() : dir(make_dir()), env("KILN_CACHE", dir.string()) {}
-  ~TempCache() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  static fs::path make_dir() {
-    std::string pattern = (fs::temp_directory_path() / "kiln-test-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    return pattern;
-  }
-  std::vector<std::string> files() const {
-    std::vector<std::string> names;
-    for (const auto& entry : fs::recursive_directory_iterator(dir)) {
-      if (entry.is_regular_file()) names.push_back(entry.path().filename().string());
-    }
-    return names;
-  }
-};
+using kt::TempCache;
 
 std::string error_message(const std::function<void()>& fn) {
   try {
