@@ -82,7 +82,7 @@ TEST(Codegen, LargeKernelsSplitTheOuterLoopOverThreads) {
   EXPECT_EQ(p.threads, 4);
   EXPECT_NE(p.source.find("core_id"), std::string::npos);
   ASSERT_EQ(p.opts.size(), 1u);
-  EXPECT_EQ(p.opts[0].rfind("THREAD", 0), 0u);
+  EXPECT_EQ(p.opts[0].op, codegen::OptOp::THREAD);
   // small kernels stay on one core, and NOOPT turns opts off
   EXPECT_EQ(program_of(Tensor::rand({8}).realize() * 2.0f, 4).threads, 1);
   codegen::Target noopt{&renderer::c_renderer(), 4, false};
@@ -119,7 +119,7 @@ TEST(Codegen, ReductionsAreUpcastAndTheResultsDoNotChange) {
   auto build = [](const Tensor& a, const Tensor& b, const Tensor& c) {
     return std::vector<Tensor>{a.matmul(b), a.sum({0}), a.sum({1}), (c * 2.0f).max({2}), c.sum({1}).exp(), a.softmax(1)};
   };
-  EXPECT_EQ(program_of(a.matmul(b)).opts.back().rfind("UPCAST", 0), 0u);
+  EXPECT_EQ(program_of(a.matmul(b)).opts.back().op, codegen::OptOp::UPCAST);
   std::vector<Tensor> fast = build(a, b, c);
   // Copies of the inputs in new buffers, so hash-consing does not hand back the optimized results.
   Tensor a2 = (a + 0.0f).realize(), b2 = (b + 0.0f).realize(), c2 = (c + 0.0f).realize();

@@ -25,8 +25,8 @@ codegen::Program program_of(const Tensor& t, int vector_bytes = 64) {
 bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
 bool applied(const codegen::Program& p, const std::string& opt) {
-  for (const std::string& o : p.opts)
-    if (o.rfind(opt, 0) == 0) return true;
+  for (const codegen::Opt& o : p.opts)
+    if (o.str().rfind(opt, 0) == 0) return true;
   return false;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/opt.h"
 #include "kiln/ir/uop.h"
 #include "renderer/renderer.h"
 
@@ -15,7 +16,7 @@ struct Program {
   std::string display_name;  // the name with axes colored by kind (ANSI), for DEBUG output
   std::string source;
   std::vector<UOpRef> linear;
-  std::vector<std::string> opts;  // applied optimizations, printed at DEBUG=3
+  std::vector<Opt> opts;     // applied optimizations, printed at DEBUG=3
   int64_t threads = 1;       // launch size: core_ids 0..threads-1
   double flops = 0;          // estimated arithmetic operations per launch
 };
@@ -27,8 +28,6 @@ struct Target {
   int vector_bytes = 0;      // widest SIMD register (64 with AVX-512); 0: scalar code only
 };
 
-// Chooses and applies the kernel optimizations (THREAD, UPCAST); `applied` lists them.
-UOpRef apply_opts(const UOpRef& ast, const Target& target, std::vector<std::string>& applied, int64_t& threads);
 // UPCAST ranges → copies of the statements that use them, one per value of the range; the
 // innermost one along which the stores are contiguous becomes SIMD vectors of up to
 // `vector_bytes` (vectorize.cpp) when vector_bytes > 0.
@@ -46,6 +45,8 @@ std::vector<UOpRef> linearize(const UOpRef& sink);
 // Estimated ALU operations of a linearized kernel (each op times the trip count of its loops).
 double estimate_flops(const std::vector<UOpRef>& linear);
 
-Program to_program(const UOpRef& ast, const Target& target);
+// The whole pipeline for one kernel, with the given opts (none: hand_coded_opts picks them;
+// throws kiln::Error if one does not apply).
+Program to_program(const UOpRef& ast, const Target& target, const std::optional<std::vector<Opt>>& opts = std::nullopt);
 
 }  // namespace kiln::codegen

@@ -26,13 +26,15 @@ double estimate_flops(const std::vector<UOpRef>& linear) {
   return flops;
 }
 
-Program to_program(const UOpRef& ast, const Target& target) {
+Program to_program(const UOpRef& ast, const Target& target, const std::optional<std::vector<Opt>>& opts) {
   Program p;
   const bool check = env::get_int("SPEC", 0) > 0;
   if (check) spec::verify_kernel(ast);
   UOpRef k = simplify(ast, "simplify ast");
   UOpRef before = k;
-  k = apply_opts(k, target, p.opts, p.threads);
+  p.opts = opts ? *opts : hand_coded_opts(k, target);
+  k = apply_opts(k, p.opts, target);
+  p.threads = thread_count(p.opts);
   trace::record_pass("opts", before, k);
   p.name = kernel_name(k, false);
   p.display_name = kernel_name(k, true);

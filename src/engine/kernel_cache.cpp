@@ -138,7 +138,7 @@ class KernelCache {
     k->program = codegen::to_program(ast, target);
     if (debug >= 3) {
       fprintf(stderr, "%s opts:", k->program.display_name.c_str());
-      for (const std::string& o : k->program.opts) fprintf(stderr, " %s", o.c_str());
+      for (const codegen::Opt& o : k->program.opts) fprintf(stderr, " %s", o.str().c_str());
       fprintf(stderr, "\n");
     }
     if (debug >= 6)
@@ -146,8 +146,11 @@ class KernelCache {
         fprintf(stderr, "  %-8s %-10s %s\n", std::string(op_name(u->op)).c_str(), u->dtype.name().c_str(),
                 arg_to_string(u->arg).c_str());
     if (debug >= 4) fprintf(stderr, "%s\n", k->program.source.c_str());
-    if (trace::enabled())
-      k->viz_id = viz::record_kernel({k->program.name, trace::current_context(), k->program.source, k->program.opts});
+    if (trace::enabled()) {
+      std::vector<std::string> opts;
+      for (const codegen::Opt& o : k->program.opts) opts.push_back(o.str());
+      k->viz_id = viz::record_kernel({k->program.name, trace::current_context(), k->program.source, opts});
+    }
     return k;
   }
 

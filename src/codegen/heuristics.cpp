@@ -1,14 +1,12 @@
-// Kernel optimizations. An optimization is a split, retyped range:
-//   THREAD  the outermost loop's iterations are divided among the CPU's cores;
-//   UPCAST  a loop of a reduction kernel is split as r = r_outer*amt + r_inner and r_inner becomes
-//           amt copies of the body (expander.cpp), so one pass over the reduced data feeds amt
-//           accumulators; along a loop the output is contiguous in, the copies are SIMD lanes.
-//   UNROLL  a reduced loop split the same way, its inner part summed in SIMD lanes (vectorize.cpp).
+// Hand-written rules that pick a kernel's opts (opt.h) without search: THREAD for kernels with
+// enough work, and for reductions a register tile (UPCAST) shaped like a BLAS micro-kernel, or
+// vector accumulators along a reduced loop (UNROLL) when the outputs make no full vector.
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "codegen/codegen.h"
+#include "codegen/opt.h"
 #include "kiln/ir/pattern_matcher.h"
 #include "kiln/ir/symbolic.h"
 
@@ -21,38 +19,6 @@ constexpr double kMinWorkPerThreadSplit = 1 << 16;
 // they all stay in registers.
 constexpr int64_t kInnerUpcast = 8, kOuterUpcast = 4;
 
-int64_t range_size(const UOp* r) { return static_cast<int64_t>(r->src[0]->const_value()); }
-const RangeArg& info(const UOp* r) { return r->arg_as<RangeArg>(); }
-
-std::vector<const UOp*> ranges_of(const UOpRef& ast) {
-  std::vector<const UOp*> out;
-  for (const UOp* u : ast->toposort())
-    if (u->op == Ops::RANGE) out.push_back(u);
-  std::sort(out.begin(), out.end(), [](const UOp* a, const UOp* b) { return info(a).id < info(b).id; });
-  return out;
-}
-
-// r (size n) → r_outer*amt + r_inner, with r_outer keeping r's id and kind (no r_outer when amt is n).
-UOpRef split_range(const UOpRef& ast, const UOp* r, int64_t amt, AxisType inner_type, int64_t inner_id) {
-  const bool whole = range_size(r) == amt;
-  UOpRef outer = UOp::make(Ops::RANGE, r->dtype, {UOp::const_(r->dtype, double(range_size(r) / amt))}, r->arg);
-  UOpRef inner = UOp::make(Ops::RANGE, r->dtype, {UOp::const_(r->dtype, double(amt))}, RangeArg{inner_id, inner_type});
-  // An END closing r now closes both new loops, a REDUCE over r reduces over both; everywhere else
-  // r becomes the expression.
-  std::unordered_map<const UOp*, UOpRef> ends;
-  for (const UOp* u : ast->toposort()) {
-    if ((u->op != Ops::END && u->op != Ops::REDUCE) || std::find(u->src.begin() + 1, u->src.end(), r->ref()) == u->src.end())
-      continue;
-    std::vector<UOpRef> src{u->src[0]};
-    for (size_t i = 1; i < u->src.size(); i++) {
-      if (u->src[i].get() != r) src.push_back(u->src[i]);
-      else if (whole) src.push_back(inner);
-      else src.insert(src.end(), {outer, inner});
-    }
-    ends[u] = u->with_src(std::move(src));
-  }
-  return simplify(substitute(substitute(ast, ends), {{r, whole ? inner : outer * amt + inner}}), "simplify split");
-}
 
 // The largest power of two in [2, cap] dividing n (vector widths), else its largest divisor in
 // [2, cap], else 0.
@@ -74,7 +40,7 @@ std::vector<const UOp*> loads_in_reduction(const UOpRef& ast) {
     if (u->op != Ops::LOAD) continue;
     const auto topo = address(u)->toposort();
     if (std::any_of(topo.begin(), topo.end(),
-                    [](const UOp* r) { return r->op == Ops::RANGE && info(r).type == AxisType::REDUCE; }))
+                    [](const UOp* r) { return r->op == Ops::RANGE && axis_type(r) == AxisType::REDUCE; }))
       loads.push_back(u);
   }
   return loads;
@@ -118,8 +84,8 @@ std::vector<std::pair<const UOp*, int64_t>> choose_upcasts(const UOpRef& ast, in
   auto deps = load_dependence(ast, n_loads);
   std::vector<const UOp*> outputs;
   for (const UOp* r : ranges_of(ast)) {
-    if (info(r).type != AxisType::LOOP && info(r).type != AxisType::THREAD) continue;
-    if (info(r).type == AxisType::THREAD && range_size(r) / 2 < threads) continue;  // keep the cores busy
+    if (axis_type(r) != AxisType::LOOP && axis_type(r) != AxisType::THREAD) continue;
+    if (axis_type(r) == AxisType::THREAD && range_size(r) / 2 < threads) continue;  // keep the cores busy
     outputs.push_back(r);
   }
   // Copies of a load under a validity gate that varies with the axis are each a branch: the C
@@ -194,7 +160,7 @@ const UOp* reduce_vector_axis(const UOpRef& ast) {
   }
   const auto ranges = ranges_of(ast);
   for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) {
-    if (info(*it).type != AxisType::REDUCE) continue;
+    if (axis_type(*it) != AxisType::REDUCE) continue;
     bool moves = false, contiguous = true;
     for (const UOp* load : loads) {
       auto c = linear_coefficient(address(load), *it);
@@ -210,31 +176,27 @@ const UOp* reduce_vector_axis(const UOpRef& ast) {
 
 }  // namespace
 
-UOpRef apply_opts(const UOpRef& ast, const Target& target, std::vector<std::string>& applied, int64_t& threads) {
-  threads = 1;
-  if (!target.optimize) return ast;
+std::vector<Opt> hand_coded_opts(const UOpRef& ast, const Target& target) {
+  std::vector<Opt> opts;
+  if (!target.optimize) return opts;
   UOpRef k = ast;
   std::vector<const UOp*> ranges = ranges_of(k);
   double work = 1;
   for (const UOp* r : ranges) work *= static_cast<double>(range_size(r));
   std::vector<const UOp*> loops;
   for (const UOp* r : ranges)
-    if (info(r).type == AxisType::LOOP) loops.push_back(r);
-  bool reduces = std::any_of(ranges.begin(), ranges.end(), [](const UOp* r) { return info(r).type == AxisType::REDUCE; });
+    if (axis_type(r) == AxisType::LOOP) loops.push_back(r);
+  bool reduces = std::any_of(ranges.begin(), ranges.end(), [](const UOp* r) { return axis_type(r) == AxisType::REDUCE; });
 
   // THREAD: the outermost loop, when there is enough work to share.
+  int64_t threads = 1;
   if (target.max_threads > 1 && !loops.empty() && range_size(loops[0]) >= 2 && work >= kMinWorkPerThreadSplit) {
     threads = std::min<int64_t>(target.max_threads, range_size(loops[0]));
-    applied.push_back("THREAD(axis=" + std::to_string(info(loops[0]).id) + ", amt=" + std::to_string(threads) + ")");
-    k = substitute(k, {{loops[0], loops[0]->with_arg(RangeArg{info(loops[0]).id, AxisType::THREAD})}});
+    opts.push_back({OptOp::THREAD, axis_id(loops[0]), threads});
+    k = apply_opt(k, opts.back(), target);
   }
   // UPCAST: reductions only (elementwise loops are vectorized by the C compiler as they are).
-  if (!reduces) return k;
-  int64_t next_id = ranges.empty() ? 0 : info(ranges.back()).id + 1;
-  auto upcast = [&](const UOp* r, int64_t amt) {
-    applied.push_back("UPCAST(axis=" + std::to_string(info(r).id) + ", amt=" + std::to_string(amt) + ")");
-    k = split_range(k, r, amt, AxisType::UPCAST, next_id++);
-  };
+  if (!reduces) return opts;
   // The first pick is applied last: copies vary fastest along it, so neighbouring statements read
   // neighbouring addresses and the C compiler can pack them into vectors.
   auto picks = choose_upcasts(k, threads, target.vector_bytes);
@@ -264,12 +226,11 @@ UOpRef apply_opts(const UOpRef& ast, const Target& target, std::vector<std::stri
       else picks.pop_back();
     }
   }
-  for (auto it = picks.rbegin(); it != picks.rend(); ++it) upcast(it->first, it->second);
-  if (unroll) {
-    applied.push_back("UNROLL(axis=" + std::to_string(info(unroll).id) + ", amt=" + std::to_string(unroll_amt) + ")");
-    k = split_range(k, unroll, unroll_amt, AxisType::UNROLL, next_id++);
-  }
-  return k;
+  // The ranges keep their ids through the splits (the inner parts get new ones), so the picks,
+  // made on the threaded kernel, name their loops in the optimized one too.
+  for (auto it = picks.rbegin(); it != picks.rend(); ++it) opts.push_back({OptOp::UPCAST, axis_id(it->first), it->second});
+  if (unroll) opts.push_back({OptOp::UNROLL, axis_id(unroll), unroll_amt});
+  return opts;
 }
 
 }  // namespace kiln::codegen

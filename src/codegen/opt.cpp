@@ -1,0 +1,172 @@
+// Applying kernel optimizations (opt.h): each is a split or a retyping of one RANGE, checked for
+// legality first so that any sequence of legal opts computes the same values.
+#include "codegen/opt.h"
+
+#include <algorithm>
+#include <sstream>
+#include <unordered_map>
+
+#include "codegen/codegen.h"
+#include "kiln/error.h"
+#include "kiln/ir/pattern_matcher.h"
+#include "kiln/ir/symbolic.h"
+
+namespace kiln::codegen {
+namespace {
+
+// Copies of the body a kernel may have (the product of its UPCAST and UNROLL sizes): more would
+// only grow the code past the instruction cache and the registers.
+constexpr int64_t kMaxExpansion = 512;
+
+constexpr const char* kOpNames[] = {"THREAD", "UPCAST", "UNROLL", "SWAP"};
+
+const UOp* find_range(const UOpRef& ast, int64_t id) {
+  for (const UOp* r : ranges_of(ast))
+    if (axis_id(r) == id) return r;
+  return nullptr;
+}
+
+int64_t expansion(const UOpRef& ast) {
+  int64_t e = 1;
+  for (const UOp* r : ranges_of(ast))
+    if (axis_type(r) == AxisType::UPCAST || axis_type(r) == AxisType::UNROLL) e *= range_size(r);
+  return e;
+}
+
+bool has_axis_type(const UOpRef& ast, AxisType type) {
+  const auto ranges = ranges_of(ast);
+  return std::any_of(ranges.begin(), ranges.end(), [&](const UOp* r) { return axis_type(r) == type; });
+}
+
+// Whether every reduction over `r` accumulates in vectors (float sums and maxima): the others
+// cannot be summed in SIMD lanes.
+bool reductions_vectorize(const UOpRef& ast, const UOp* r) {
+  for (const UOp* u : ast->toposort()) {
+    if (u->op != Ops::REDUCE || std::find(u->src.begin() + 1, u->src.end(), r->ref()) == u->src.end()) continue;
+    const Ops op = u->arg_as<ReduceArg>().op;
+    const bool is_float = u->dtype.scalar == ScalarType::Float32 || u->dtype.scalar == ScalarType::Float64;
+    if (!is_float || u->dtype.count != 1 || (op != Ops::ADD && op != Ops::MAX)) return false;
+  }
+  return true;
+}
+
+// r (size n) → r_outer*amt + r_inner, with r_outer keeping r's id and kind (no r_outer when amt is n).
+UOpRef split_range(const UOpRef& ast, const UOp* r, int64_t amt, AxisType inner_type) {
+  const auto ranges = ranges_of(ast);
+  const int64_t inner_id = axis_id(ranges.back()) + 1;
+  const bool whole = range_size(r) == amt;
+  UOpRef outer = UOp::make(Ops::RANGE, r->dtype, {UOp::const_(r->dtype, double(range_size(r) / amt))}, r->arg);
+  UOpRef inner = UOp::make(Ops::RANGE, r->dtype, {UOp::const_(r->dtype, double(amt))}, RangeArg{inner_id, inner_type});
+  // An END closing r now closes both new loops, a REDUCE over r reduces over both; everywhere else
+  // r becomes the expression.
+  std::unordered_map<const UOp*, UOpRef> ends;
+  for (const UOp* u : ast->toposort()) {
+    if ((u->op != Ops::END && u->op != Ops::REDUCE) || std::find(u->src.begin() + 1, u->src.end(), r->ref()) == u->src.end())
+      continue;
+    std::vector<UOpRef> src{u->src[0]};
+    for (size_t i = 1; i < u->src.size(); i++) {
+      if (u->src[i].get() != r) src.push_back(u->src[i]);
+      else if (whole) src.push_back(inner);
+      else src.insert(src.end(), {outer, inner});
+    }
+    ends[u] = u->with_src(std::move(src));
+  }
+  return simplify(substitute(substitute(ast, ends), {{r, whole ? inner : outer * amt + inner}}), "simplify split");
+}
+
+UOpRef retype(const UOpRef& ast, const UOp* r, int64_t id, AxisType type) {
+  return substitute(ast, {{r, r->with_arg(RangeArg{id, type})}});
+}
+
+}  // namespace
+
+std::vector<const UOp*> ranges_of(const UOpRef& ast) {
+  std::vector<const UOp*> out;
+  for (const UOp* u : ast->toposort())
+    if (u->op == Ops::RANGE) out.push_back(u);
+  std::sort(out.begin(), out.end(), [](const UOp* a, const UOp* b) { return axis_id(a) < axis_id(b); });
+  return out;
+}
+int64_t range_size(const UOp* r) { return static_cast<int64_t>(r->src[0]->const_value()); }
+AxisType axis_type(const UOp* r) { return r->arg_as<RangeArg>().type; }
+int64_t axis_id(const UOp* r) { return r->arg_as<RangeArg>().id; }
+
+std::string Opt::str() const {
+  return std::string(kOpNames[static_cast<int>(op)]) + "(axis=" + std::to_string(axis) + ", amt=" + std::to_string(amt) + ")";
+}
+
+std::string opts_to_string(const std::vector<Opt>& opts) {
+  std::string s;
+  for (const Opt& o : opts) s += o.str() + "\n";
+  return s;
+}
+
+std::vector<Opt> parse_opts(const std::string& text) {
+  std::vector<Opt> out;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    Opt o{};
+    const auto open = line.find("(axis=");
+    const auto* name = std::find(std::begin(kOpNames), std::end(kOpNames), line.substr(0, open));
+    long long axis = 0, amt = 0;
+    char close = 0;
+    if (open == std::string::npos || name == std::end(kOpNames) ||
+        std::sscanf(line.c_str() + open, "(axis=%lld, amt=%lld%c", &axis, &amt, &close) != 3 || close != ')')
+      throw_error("parse_opts: expected a line like 'UPCAST(axis=1, amt=4)', got '", line, "'");
+    o.op = static_cast<OptOp>(name - std::begin(kOpNames));
+    o.axis = axis;
+    o.amt = amt;
+    out.push_back(o);
+  }
+  return out;
+}
+
+UOpRef apply_opt(const UOpRef& ast, const Opt& opt, const Target& target) {
+  const UOp* r = find_range(ast, opt.axis);
+  if (!r) return {};
+  const AxisType type = axis_type(r);
+  const bool output = type == AxisType::LOOP || type == AxisType::THREAD;
+  switch (opt.op) {
+    case OptOp::THREAD:
+      if (type != AxisType::LOOP || opt.amt < 2 || opt.amt > target.max_threads || opt.amt > range_size(r) ||
+          has_axis_type(ast, AxisType::THREAD))
+        return {};
+      return retype(ast, r, opt.axis, AxisType::THREAD);
+    case OptOp::UPCAST:
+    case OptOp::UNROLL: {
+      const bool unroll = opt.op == OptOp::UNROLL;
+      if (opt.amt < 2 || range_size(r) % opt.amt != 0 || expansion(ast) * opt.amt > kMaxExpansion) return {};
+      if (unroll && (type != AxisType::REDUCE || has_axis_type(ast, AxisType::UNROLL) || !reductions_vectorize(ast, r)))
+        return {};
+      if (!unroll && !output) return {};
+      return split_range(ast, r, opt.amt, unroll ? AxisType::UNROLL : AxisType::UPCAST);
+    }
+    case OptOp::SWAP: {
+      const UOp* other = find_range(ast, opt.amt);
+      if (!other || other == r || !output || (axis_type(other) != AxisType::LOOP && axis_type(other) != AxisType::THREAD))
+        return {};
+      return substitute(ast, {{r, r->with_arg(RangeArg{opt.amt, type})}, {other, other->with_arg(RangeArg{opt.axis, axis_type(other)})}});
+    }
+  }
+  return {};
+}
+
+UOpRef apply_opts(const UOpRef& ast, const std::vector<Opt>& opts, const Target& target) {
+  UOpRef k = ast;
+  for (const Opt& o : opts) {
+    UOpRef next = apply_opt(k, o, target);
+    if (!next) throw_error("apply_opts: ", o.str(), " does not apply to kernel ", kernel_name(k));
+    k = next;
+  }
+  return k;
+}
+
+int64_t thread_count(const std::vector<Opt>& opts) {
+  for (const Opt& o : opts)
+    if (o.op == OptOp::THREAD) return o.amt;
+  return 1;
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,57 @@
+#pragma once
+// Kernel optimizations as small records (tinygrad's Opt). Each one splits or retypes one loop of a
+// kernel AST, named by its RANGE id:
+//   THREAD(axis, amt)  the loop's iterations are divided among amt cores (an output loop only);
+//   UPCAST(axis, amt)  an output loop split as r = r_outer*amt + r_inner, r_inner becoming amt
+//                      copies of the body (expander.cpp): a register tile; along the loop the
+//                      output is contiguous in, the copies are SIMD lanes;
+//   UNROLL(axis, amt)  a reduced loop split the same way, its inner part summed in SIMD lanes
+//                      (vectorize.cpp), one such loop per kernel;
+//   SWAP(axis, amt)    the output loops `axis` and `amt` trade places in the loop nest.
+// The split keeps the outer loop's id; the inner loop gets the next free id. Opts are applied in
+// order, so a list of them replays exactly: the hand-written heuristics (heuristics.cpp) and BEAM
+// search (engine/beam_search.cpp) both produce such lists.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kiln/ir/uop.h"
+
+namespace kiln::codegen {
+
+struct Target;
+
+enum class OptOp : uint8_t { THREAD, UPCAST, UNROLL, SWAP };
+
+struct Opt {
+  OptOp op;
+  int64_t axis;
+  int64_t amt;
+  bool operator==(const Opt&) const = default;
+  std::string str() const;  // "UPCAST(axis=1, amt=4)"
+};
+
+// The opts printed one per line by str(), read back; throws kiln::Error naming the bad line.
+std::vector<Opt> parse_opts(const std::string& text);
+std::string opts_to_string(const std::vector<Opt>& opts);
+
+// `ast` with `opt` applied, or null when the opt is not legal for it (no such loop, a loop of the
+// wrong kind, an amount that does not divide it, a second THREAD or UNROLL, a register tile too
+// big for the target). Legal opts never change what the kernel computes.
+UOpRef apply_opt(const UOpRef& ast, const Opt& opt, const Target& target);
+// Every opt in order; throws kiln::Error naming the first one that is not legal.
+UOpRef apply_opts(const UOpRef& ast, const std::vector<Opt>& opts, const Target& target);
+// The cores a kernel with these opts runs on (THREAD's amount, else 1).
+int64_t thread_count(const std::vector<Opt>& opts);
+
+// The kernel's RANGEs by id, and their sizes and kinds.
+std::vector<const UOp*> ranges_of(const UOpRef& ast);
+int64_t range_size(const UOp* r);
+AxisType axis_type(const UOp* r);
+int64_t axis_id(const UOp* r);
+
+// Opts chosen by hand-written rules (heuristics.cpp): THREAD for big kernels, register tiles for
+// reductions, vector accumulators for reductions along contiguous data.
+std::vector<Opt> hand_coded_opts(const UOpRef& ast, const Target& target);
+
+}  // namespace kiln::codegen
