@@ -163,6 +163,26 @@ UOpRef apply_opts(const UOpRef& ast, const std::vector<Opt>& opts, const Target&
   return k;
 }
 
+std::vector<Opt> possible_opts(const UOpRef& ast, const Target& target) {
+  static constexpr int64_t kAmounts[] = {2, 3, 4, 5, 8, 16, 32};
+  std::vector<Opt> candidates;
+  const auto ranges = ranges_of(ast);
+  for (const UOp* r : ranges) {
+    const AxisType type = axis_type(r);
+    if (type == AxisType::LOOP) candidates.push_back({OptOp::THREAD, axis_id(r), std::min<int64_t>(target.max_threads, range_size(r))});
+    for (int64_t amt : kAmounts) {
+      if (type == AxisType::LOOP || type == AxisType::THREAD) candidates.push_back({OptOp::UPCAST, axis_id(r), amt});
+      if (type == AxisType::REDUCE) candidates.push_back({OptOp::UNROLL, axis_id(r), amt});
+    }
+    for (const UOp* other : ranges)
+      if (axis_id(other) > axis_id(r)) candidates.push_back({OptOp::SWAP, axis_id(r), axis_id(other)});
+  }
+  std::vector<Opt> legal;
+  for (const Opt& o : candidates)
+    if (apply_opt(ast, o, target)) legal.push_back(o);
+  return legal;
+}
+
 int64_t thread_count(const std::vector<Opt>& opts) {
   for (const Opt& o : opts)
     if (o.op == OptOp::THREAD) return o.amt;

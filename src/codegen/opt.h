@@ -44,6 +44,10 @@ UOpRef apply_opts(const UOpRef& ast, const std::vector<Opt>& opts, const Target&
 // The cores a kernel with these opts runs on (THREAD's amount, else 1).
 int64_t thread_count(const std::vector<Opt>& opts);
 
+// Every legal opt one step from `ast` (BEAM search's moves): THREAD on an output loop, UPCAST of
+// an output loop and UNROLL of a reduced one by the amounts that divide them, SWAP of two loops.
+std::vector<Opt> possible_opts(const UOpRef& ast, const Target& target);
+
 // The kernel's RANGEs by id, and their sizes and kinds.
 std::vector<const UOp*> ranges_of(const UOpRef& ast);
 int64_t range_size(const UOp* r);

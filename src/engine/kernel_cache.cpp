@@ -9,10 +9,12 @@
 #include <thread>
 #include <tuple>
 
+#include "engine/beam_search.h"
 #include "kiln/error.h"
 #include "kiln/ir/pattern_matcher.h"
 #include "runtime/compiler.h"
 #include "support/env.h"
+#include "support/parallel.h"
 #include "support/profile.h"
 #include "uop/rewrite_trace.h"
 #include "viz/run_log.h"
@@ -94,16 +96,7 @@ class KernelCache {
         p.error = std::current_exception();
       }
     };
-    const size_t workers = std::min<size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
-    std::atomic<size_t> next{0};
-    std::vector<std::thread> threads;
-    for (size_t w = 1; w < workers; w++)
-      threads.emplace_back([&] {
-        profile::name_thread("kiln compile");
-        for (size_t i; (i = next++) < todo.size();) compile(todo[i]);
-      });
-    for (size_t i; (i = next++) < todo.size();) compile(todo[i]);
-    for (std::thread& t : threads) t.join();
+    support::parallel_for(todo.size(), [&](size_t i) { compile(todo[i]); });
     std::lock_guard lock(mu_);
     for (Pending& p : todo) {
       if (p.error) std::rethrow_exception(p.error);
@@ -118,14 +111,15 @@ class KernelCache {
   }
 
  private:
-  using Key = std::tuple<const UOp*, std::string, bool>;
+  // (kernel, device, opt level: -1 with NOOPT=1, else BEAM's width, 0 for the hand-written rules)
+  using Key = std::tuple<const UOp*, std::string, int64_t>;
 
   static Key key_of(const UOpRef& ast, runtime::Device& dev) {
-    return {ast.get(), dev.name(), env::get_int("NOOPT", 0) == 0};
+    return {ast.get(), dev.name(), env::get_int("NOOPT", 0) != 0 ? -1 : env::get_int("BEAM", 0)};
   }
 
   // Codegen for one kernel, printing its stages at DEBUG 3-6.
-  static std::unique_ptr<CompiledKernel> generate(const UOpRef& ast, runtime::Device& dev, bool optimize) {
+  static std::unique_ptr<CompiledKernel> generate(const UOpRef& ast, runtime::Device& dev, int64_t opt_level) {
     profile::Scope timed("codegen", [&] { return kernel_name(ast); });
     static std::atomic<int64_t> generated{0};  // numbers the contexts: kernels may share a name
     trace::Context viz_context([&] { return "kernel " + std::to_string(++generated) + " " + kernel_name(ast); });
@@ -134,8 +128,10 @@ class KernelCache {
     k->writes = written_params(ast);
     const int debug = env::debug_level();
     if (debug >= 5) fprintf(stderr, "%s", print_graph(ast).c_str());
-    codegen::Target target{&renderer::renderer_for(dev.language()), dev.max_threads(), optimize, dev.vector_bytes()};
-    k->program = codegen::to_program(ast, target);
+    codegen::Target target{&renderer::renderer_for(dev.language()), dev.max_threads(), opt_level >= 0, dev.vector_bytes()};
+    std::optional<std::vector<codegen::Opt>> opts;
+    if (opt_level > 0) opts = beam_search(ast, dev, target, static_cast<int>(opt_level));
+    k->program = codegen::to_program(ast, target, opts);
     if (debug >= 3) {
       fprintf(stderr, "%s opts:", k->program.display_name.c_str());
       for (const codegen::Opt& o : k->program.opts) fprintf(stderr, " %s", o.str().c_str());

@@ -1,0 +1,233 @@
+// Kernel opts as records and BEAM search: any sequence of legal opts computes what the kernel
+// without opts computes (random opts on kernels of many shapes), opts print and parse, illegal ones
+// are refused with the opt named, and BEAM's answers are cached on disk, survive damage to the
+// cache, and never change results (a BEAM-optimized matmul against naive float64 loops).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+
+#include "codegen/codegen.h"
+#include "engine/beam_search.h"
+#include "error_message.h"
+#include "kiln/kiln.h"
+#include "runtime/device.h"
+#include "support/env.h"
+#include "temp_cache.h"
+
+using namespace kiln;
+using codegen::Opt;
+using codegen::OptOp;
+
+namespace {
+
+// `f` throws a kiln::Error whose message contains `text`.
+void expect_error(const std::function<void()>& f, const std::string& text) {
+  const std::string message = kt::error_of(f);
+  EXPECT_NE(message.find(text), std::string::npos) << "message: " << message;
+}
+
+runtime::Device& cpu() { return runtime::get_device("CPU"); }
+
+codegen::Target target_of(runtime::Device& dev, bool optimize = true) {
+  return {&renderer::renderer_for(dev.language()), dev.max_threads(), optimize, dev.vector_bytes()};
+}
+
+// Random contents per dtype: floats in [-1, 1), integers in [-20, 20] (unsigned: [0, 40]), bools.
+std::vector<unsigned char> random_bytes(DType dtype, size_t bytes, std::mt19937& rng) {
+  std::vector<unsigned char> out(bytes);
+  const size_t item = static_cast<size_t>(dtype.itemsize());
+  for (size_t off = 0; off + item <= bytes; off += item) {
+    const int64_t small = std::uniform_int_distribution<int64_t>(-20, 20)(rng);
+    if (dtype.scalar == ScalarType::Float32) {
+      const float f = std::uniform_real_distribution<float>(-1, 1)(rng);
+      std::memcpy(&out[off], &f, item);
+    } else if (dtype.scalar == ScalarType::Float64) {
+      const double d = std::uniform_real_distribution<double>(-1, 1)(rng);
+      std::memcpy(&out[off], &d, item);
+    } else if (dtype.is_bool()) {
+      out[off] = small > 0;
+    } else {
+      const int64_t v = dtype.is_unsigned() ? small + 20 : small;
+      std::memcpy(&out[off], &v, item);  // little-endian: the low bytes
+    }
+  }
+  return out;
+}
+
+// Each PARAM's contents after running `ast` with `opts` from the given initial contents.
+std::vector<std::vector<unsigned char>> run(const UOpRef& ast, const codegen::Target& target, const std::vector<Opt>& opts,
+                                            const std::vector<std::vector<unsigned char>>& initial) {
+  engine::KernelBuffers bufs(ast, cpu());
+  for (size_t i = 0; i < bufs.count(); i++) bufs.write(i, initial[i].data());
+  engine::Candidate c = engine::compile_candidate(ast, cpu(), target, opts);
+  engine::time_candidate(c, bufs, 0);
+  std::vector<std::vector<unsigned char>> out(bufs.count());
+  for (size_t i = 0; i < bufs.count(); i++) {
+    out[i].resize(bufs.bytes(i));
+    bufs.read(i, out[i].data());
+  }
+  return out;
+}
+
+// Floats within 1e-4 relative + 1e-4 absolute (opts reorder float sums of up to a few hundred
+// terms of magnitude <= 1); everything else bit-exact.
+void expect_same(const std::vector<unsigned char>& got, const std::vector<unsigned char>& want, DType dtype,
+                 const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  if (dtype.scalar != ScalarType::Float32 && dtype.scalar != ScalarType::Float64) {
+    EXPECT_EQ(got, want) << what;
+    return;
+  }
+  const size_t n = got.size() / static_cast<size_t>(dtype.itemsize());
+  for (size_t i = 0; i < n; i++) {
+    double g, w;
+    if (dtype.scalar == ScalarType::Float32) {
+      float gf, wf;
+      std::memcpy(&gf, &got[i * 4], 4);
+      std::memcpy(&wf, &want[i * 4], 4);
+      g = gf, w = wf;
+    } else {
+      std::memcpy(&g, &got[i * 8], 8);
+      std::memcpy(&w, &want[i * 8], 8);
+    }
+    if (std::isnan(w)) {
+      EXPECT_TRUE(std::isnan(g)) << what << " element " << i;
+      continue;
+    }
+    ASSERT_NEAR(g, w, 1e-4 + 1e-4 * std::fabs(w)) << what << " element " << i;
+  }
+}
+
+// Kernels of many shapes: matmuls (odd sizes, batched), a conv, reductions over each axis, a
+// softmax (several reductions in one kernel), argmax (integer output), broadcasting, padding (gated
+// loads), integer math, float64, a cumulative sum.
+std::vector<UOpRef> sample_kernels() {
+  Tensor a = Tensor::randn({24, 40}).realize(), b = Tensor::randn({40, 20}).realize();
+  Tensor c = Tensor::randn({3, 16, 8}).realize(), d = Tensor::randn({3, 8, 12}).realize();
+  Tensor img = Tensor::randn({2, 3, 10, 10}).realize(), w = Tensor::randn({4, 3, 3, 3}).realize();
+  Tensor x = Tensor::randn({33, 64}).realize(), col = Tensor::randn({16, 1}).realize(), row = Tensor::randn({1, 32}).realize();
+  Tensor ints = Tensor::randint({12, 30}, -50, 50).realize(), divs = Tensor::randint({12, 30}, 1, 9).realize();
+  std::vector<Tensor> programs = {a.matmul(b),
+                                  c.matmul(d),
+                                  img.conv2d(w, std::nullopt, 1, 1, 1),
+                                  x.sum({0}),
+                                  x.sum({1}),
+                                  x.max({1}),
+                                  x.softmax(1),
+                                  x.argmax(1),
+                                  col * row + 1.0f,
+                                  x.pad({{1, 2}, {3, 0}}).sum({1}),
+                                  ints.idiv(divs) + ints.mod(divs),
+                                  ints.sum({1}),
+                                  x.cast(dtypes::float64).mean({0}),
+                                  x.cumsum(1)};
+  std::vector<UOpRef> kernels;
+  for (const Tensor& t : programs)
+    for (const ScheduleItem& item : t.schedule()) kernels.push_back(item.ast);
+  return kernels;
+}
+
+}  // namespace
+
+TEST(Opts, PrintAndParseBack) {
+  std::vector<Opt> opts = {{OptOp::THREAD, 0, 2}, {OptOp::UPCAST, 1, 4}, {OptOp::UNROLL, 2, 16}, {OptOp::SWAP, 0, 3}};
+  EXPECT_EQ(opts[1].str(), "UPCAST(axis=1, amt=4)");
+  EXPECT_EQ(codegen::parse_opts(codegen::opts_to_string(opts)), opts);
+  for (const char* bad : {"UPCAST(axis=1)", "SPLIT(axis=1, amt=2)", "UPCAST(axis=x, amt=2)", "UPCAST(axis=1, amt=2"})
+    expect_error([&] { codegen::parse_opts(bad); }, "expected a line like 'UPCAST(axis=1, amt=4)'");
+}
+
+TEST(Opts, IllegalOptsAreRefusedByName) {
+  Tensor a = Tensor::randn({24, 40}).realize(), b = Tensor::randn({40, 20}).realize();
+  const UOpRef ast = a.matmul(b).schedule().at(0).ast;  // ranges 0 (24 rows), 1 (20 cols), 2 (40, reduced)
+  const codegen::Target target = target_of(cpu());
+  EXPECT_TRUE(codegen::apply_opt(ast, {OptOp::UPCAST, 1, 4}, target));
+  EXPECT_FALSE(codegen::apply_opt(ast, {OptOp::UPCAST, 1, 3}, target));   // 3 does not divide 20
+  EXPECT_FALSE(codegen::apply_opt(ast, {OptOp::UPCAST, 2, 4}, target));   // a reduced loop
+  EXPECT_FALSE(codegen::apply_opt(ast, {OptOp::UNROLL, 0, 4}, target));   // an output loop
+  EXPECT_FALSE(codegen::apply_opt(ast, {OptOp::UPCAST, 9, 2}, target));   // no such loop
+  EXPECT_FALSE(codegen::apply_opt(ast, {OptOp::SWAP, 0, 2}, target));     // with a reduced loop
+  // one UNROLL per kernel
+  expect_error([&] { codegen::apply_opts(ast, {{OptOp::UNROLL, 2, 8}, {OptOp::UNROLL, 2, 5}}, target); },
+               "UNROLL(axis=2, amt=5) does not apply");
+}
+
+TEST(Opts, RandomLegalOptsNeverChangeResults) {
+  kt::TempCache cache;
+  std::mt19937 rng(20261125);
+  const codegen::Target noopt = target_of(cpu(), false), target = target_of(cpu());
+  int tried = 0;
+  for (const UOpRef& ast : sample_kernels()) {
+    engine::KernelBuffers shape(ast, cpu());
+    std::vector<std::vector<unsigned char>> initial;
+    for (size_t i = 0; i < shape.count(); i++) initial.push_back(random_bytes(shape.dtype(i), shape.bytes(i), rng));
+    const auto want = run(ast, noopt, {}, initial);
+    for (int trial = 0; trial < 6; trial++) {
+      std::vector<Opt> opts;
+      UOpRef k = ast;
+      const int steps = std::uniform_int_distribution<int>(1, 4)(rng);
+      for (int s = 0; s < steps; s++) {
+        std::vector<Opt> moves = codegen::possible_opts(k, target);
+        if (moves.empty()) break;
+        opts.push_back(moves[std::uniform_int_distribution<size_t>(0, moves.size() - 1)(rng)]);
+        k = codegen::apply_opt(k, opts.back(), target);
+        ASSERT_TRUE(k) << "possible_opts offered " << opts.back().str() << ", which does not apply";
+      }
+      const auto got = run(ast, target, opts, initial);
+      const std::string what = kernel_name(ast) + " with opts:\n" + codegen::opts_to_string(opts);
+      for (size_t i = 0; i < got.size(); i++) expect_same(got[i], want[i], shape.dtype(i), what + "buffer " + std::to_string(i));
+      tried++;
+    }
+  }
+  EXPECT_GE(tried, 60);
+}
+
+TEST(Beam, SearchesOnceThenAnswersFromTheDiskCache) {
+  kt::TempCache cache;
+  Tensor a = Tensor::randn({64, 48}).realize(), b = Tensor::randn({48, 32}).realize();
+  const UOpRef ast = a.matmul(b).schedule().at(0).ast;
+  const codegen::Target target = target_of(cpu());
+  const engine::BeamStats before = engine::beam_stats();
+  const std::vector<Opt> opts = engine::beam_search(ast, cpu(), target, 2);
+  EXPECT_EQ(engine::beam_stats().searches, before.searches + 1);
+  EXPECT_GT(engine::beam_stats().timed, before.timed + 10);  // it really tried candidates
+  EXPECT_NO_THROW(codegen::apply_opts(ast, opts, target));
+
+  EXPECT_EQ(engine::beam_search(ast, cpu(), target, 2), opts);
+  EXPECT_EQ(engine::beam_stats().cache_hits, before.cache_hits + 1);
+  EXPECT_EQ(engine::beam_stats().searches, before.searches + 1);
+
+  // A damaged entry (here: cut short) is noticed and searched again.
+  for (const auto& e : std::filesystem::recursive_directory_iterator(cache.dir))
+    if (e.path().extension() == ".opts") std::filesystem::resize_file(e.path(), 3);
+  engine::beam_search(ast, cpu(), target, 2);
+  EXPECT_EQ(engine::beam_stats().searches, before.searches + 2);
+}
+
+TEST(Beam, BeamOptimizedMatmulMatchesNaiveLoops) {
+  kt::TempCache cache;
+  const int64_t n = 24, k = 40, m = 20;
+  Tensor a = Tensor::randn({n, k}).realize(), b = Tensor::randn({k, m}).realize();
+  const std::vector<float> av = a.to_vector<float>(), bv = b.to_vector<float>();
+  const int64_t searches = engine::beam_stats().searches;
+  std::vector<float> got;
+  {
+    env::ScopedEnv beam("BEAM", "2");
+    got = a.matmul(b).to_vector<float>();
+  }
+  EXPECT_EQ(engine::beam_stats().searches, searches + 1);
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < m; j++) {
+      double want = 0;
+      for (int64_t x = 0; x < k; x++) want += double(av[i * k + x]) * bv[x * m + j];
+      ASSERT_NEAR(got[i * m + j], want, 1e-4 * (1 + std::fabs(want)));
+    }
+}
+
+TEST(Beam, WidthMustBePositive) {
+  Tensor a = Tensor::randn({8, 8}).realize();
+  expect_error([&] { engine::beam_search(a.sum({1}).schedule().at(0).ast, cpu(), target_of(cpu()), 0); }, "BEAM must be >= 1, got 0");
+}
