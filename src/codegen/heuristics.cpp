@@ -73,6 +73,17 @@ int64_t vector_lanes(const UOpRef& ast, const UOp* r, int vector_bytes) {
   return itemsize ? vector_bytes / itemsize : 0;
 }
 
+// Vector accumulators the register tile may use (AVX-512 has 32 registers; the loads need some).
+constexpr int64_t kMaxVectorAccumulators = 24;
+
+// Vector registers the chunks of an n-lane vector take (20 lanes: 16 + 4, two).
+int64_t chunk_count(int64_t n, int64_t lanes) {
+  int64_t count = 0;
+  for (int64_t width = lanes; n > 0; width /= 2)
+    for (; width >= 1 && n >= width; n -= width) count++;
+  return count;
+}
+
 // Register tiling for reductions, as a BLAS micro-kernel: upcast an output loop that some loads do
 // not depend on (those loads are then shared by every copy), innermost first, then a second loop
 // that the first one's loads do not depend on (matmul: a column block and a row block; conv: output
@@ -110,13 +121,15 @@ std::vector<std::pair<const UOp*, int64_t>> choose_upcasts(const UOpRef& ast, in
     const int64_t n = range_size(first);
     const int64_t lanes = vector_lanes(ast, first, vector_bytes);
     picks.push_back({first, lanes < 2 ? upcast_amount(n, kInnerUpcast) : n <= 2 * lanes ? n : upcast_amount(n, 2 * lanes)});
-    // the loads the first pick copies should be shared by the second
+    // the loads the first pick copies should be shared by the second, as many times as the
+    // accumulators fit in registers
+    const int64_t cap = std::max(kOuterUpcast, kMaxVectorAccumulators / chunk_count(picks[0].second, std::max<int64_t>(lanes, 1)));
     for (auto it = outputs.rbegin(); it != outputs.rend(); ++it) {
-      if (*it == first || !upcast_amount(range_size(*it), kOuterUpcast)) continue;
+      if (*it == first || !upcast_amount(range_size(*it), cap)) continue;
       bool complements = true;
       for (size_t i = 0; i < n_loads; i++) complements &= !(depends(first, i) && depends(*it, i));
       if (complements) {
-        picks.push_back({*it, upcast_amount(range_size(*it), kOuterUpcast)});
+        picks.push_back({*it, upcast_amount(range_size(*it), cap)});
         break;
       }
     }
@@ -134,17 +147,6 @@ std::vector<std::pair<const UOp*, int64_t>> choose_upcasts(const UOpRef& ast, in
 bool reads_neighbours(const UOpRef& ast, const UOp* r) {
   const auto loads = loads_in_reduction(ast);
   return std::any_of(loads.begin(), loads.end(), [&](const UOp* l) { return linear_coefficient(address(l), r) == 1; });
-}
-
-// Vector accumulators the register tile may use (AVX-512 has 32 registers; the loads need some).
-constexpr int64_t kMaxVectorAccumulators = 24;
-
-// Vector registers the chunks of an n-lane vector take (20 lanes: 16 + 4, two).
-int64_t chunk_count(int64_t n, int64_t lanes) {
-  int64_t count = 0;
-  for (int64_t width = lanes; n > 0; width /= 2)
-    for (; width >= 1 && n >= width; n -= width) count++;
-  return count;
 }
 
 // A reduced loop to vectorize when the outputs make no full vector (a conv's weight gradient:
