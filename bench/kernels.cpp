@@ -1,6 +1,7 @@
 // Kernel benchmarks: each kiln figure next to a reference measured in this same run and their
 // ratio (speed ratio: above 1 means kiln is faster).
-//   matmul 256..2048        GFLOP/s against OpenBLAS cblas_sgemm on the same data (result checked)
+//   matmul 256..2048        GFLOP/s, with the hand-written opts and with BEAM=2 (BENCH_BEAM=n), against
+//                           OpenBLAS cblas_sgemm on the same data (result checked)
 //   sum, fused elementwise  GB/s against a STREAM triad on all cores
 //   softmax (4096, 1024)    ms (bench/torch_kernels.py adds PyTorch's figure)
 //   conv2d 3x3              GFLOP/s against kiln's own matmul 1024
@@ -42,14 +43,23 @@ double max_relative_error(const std::vector<float>& got, const std::vector<float
   return worst;
 }
 
-double bench_matmul(int64_t n) {
+double bench_matmul(int64_t n, int beam) {
   Tensor x = Tensor::rand({n, n}).realize(), y = Tensor::rand({n, n}).realize();
   const int reps = n >= 2048 ? 3 : 5;
   const double flops = 2.0 * n * n * n;
   double kiln_gflops = flops / best_kernel_seconds([&] { return x.matmul(y); }, reps) / 1e9;
   const std::string key = "matmul_" + std::to_string(n);
   figures.add(key + "_gflops", kiln_gflops);
-  std::printf("matmul %5lld float32        kiln %8.2f GFLOP/s", static_cast<long long>(n), kiln_gflops);
+  // The same kernel with BEAM's opts (the search runs in the warm-up realize).
+  double beam_gflops = 0;
+  if (beam > 0) {
+    setenv("BEAM", std::to_string(beam).c_str(), 1);
+    beam_gflops = flops / best_kernel_seconds([&] { return x.matmul(y); }, reps) / 1e9;
+    unsetenv("BEAM");
+    figures.add(key + "_beam_gflops", beam_gflops);
+  }
+  std::printf("matmul %5lld float32        kiln %8.2f GFLOP/s  BEAM=%d %8.2f", static_cast<long long>(n), kiln_gflops,
+              beam, beam_gflops);
 #ifdef KILN_BENCH_HAVE_CBLAS
   std::vector<float> a = x.to_vector<float>(), b = y.to_vector<float>(), c(a.size());
   const int ni = static_cast<int>(n);
@@ -63,9 +73,10 @@ double bench_matmul(int64_t n) {
   double err = max_relative_error(x.matmul(y).to_vector<float>(), c);
   figures.add("openblas_" + key + "_gflops", blas_gflops);
   figures.add(key + "_vs_openblas", kiln_gflops / blas_gflops);
+  if (beam > 0) figures.add(key + "_beam_vs_openblas", beam_gflops / blas_gflops);
   figures.add(key + "_max_rel_err", err);
-  std::printf("  OpenBLAS %8.2f GFLOP/s  ratio %.3f  max rel err %.1e%s\n", blas_gflops, kiln_gflops / blas_gflops,
-              err, err < 1e-3 ? "" : "  WRONG RESULT");
+  std::printf("  OpenBLAS %8.2f GFLOP/s  ratio %.3f (BEAM %.3f)  max rel err %.1e%s\n", blas_gflops,
+              kiln_gflops / blas_gflops, beam_gflops / blas_gflops, err, err < 1e-3 ? "" : "  WRONG RESULT");
 #else
   std::printf("  (OpenBLAS reference unavailable: built without cblas.h)\n");
 #endif
@@ -191,8 +202,11 @@ int main(int argc, char** argv) {
 
   bench_compile();
   double mm_1024 = 0;
+  // BENCH_BEAM=n (default 2; 0 skips it): the width of the BEAM search for the matmul figures.
+  const char* beam_env = std::getenv("BENCH_BEAM");
+  const int beam = beam_env ? std::atoi(beam_env) : 2;
   for (int64_t n : {256, 512, 1024, 2048}) {
-    double gflops = bench_matmul(n);
+    double gflops = bench_matmul(n, beam);
     if (n == 1024) mm_1024 = gflops;
   }
   bench_memory_bound();
