@@ -174,6 +174,9 @@ TEST_F(Copy, MixedDevicesAreAnErrorNamingTheOpAndDevices) {
   msg = kt::error_of([&] { (x.to("CL") * x).sum().realize(); });
   EXPECT_NE(msg.find("MUL"), std::string::npos) << msg;
   EXPECT_NE(msg.find("CL and CPU"), std::string::npos) << msg;
+  Tensor w = Tensor::from_vector<float>({0, 0, 0}, {3});
+  msg = kt::error_of([&] { w.assign(x.to("CL")); });
+  EXPECT_NE(msg.find("assign: expected a value on CPU, got one on CL"), std::string::npos) << msg;
   msg = kt::error_of([&] { x.to("NO_SUCH_DEVICE"); });
   EXPECT_NE(msg.find("NO_SUCH_DEVICE"), std::string::npos) << msg;
   // asking for the copy makes it work

@@ -120,6 +120,9 @@ Tensor& Tensor::assign(const Tensor& value) {
     throw_error("assign: expected a value of shape ", shape_to_string(shape()), ", got ", shape_to_string(value.shape()));
   if (value.dtype() != dtype())
     throw_error("assign: expected a value of dtype ", dtype().name(), ", got ", value.dtype().name());
+  if (value.device() != device())
+    throw_error("assign: expected a value on ", device(), ", got one on ", value.device(), "; copy it with .to(\"",
+                device(), "\") first");
   // Functional update: this handle (and every copy of it) now reads the new value; graphs built
   // from the old value keep it alive until they are done with it.
   set_uop(value.uop());
