@@ -126,15 +126,17 @@ void copy_buffer(const UOp& dst, const UOp& src) {
   void* to_ptr = buffer_address(dst);
   const void* from_ptr = buffer_address(src);
   from.synchronize();  // the kernels writing the source have finished
-  // Host memory is read and written in place: one copy when either side is host memory.
-  if (from.allocator().host_memory()) return to.allocator().copyin(to_ptr, from_ptr, bytes);
-  if (to.allocator().host_memory()) {
+  // Host memory is read and written in place, so one copy does when either side is host memory.
+  if (from.allocator().host_memory()) {
+    to.allocator().copyin(to_ptr, from_ptr, bytes);
+  } else if (to.allocator().host_memory()) {
     to.synchronize();  // nothing queued still reads the destination's memory
-    return from.allocator().copyout(to_ptr, from_ptr, bytes);
+    from.allocator().copyout(to_ptr, from_ptr, bytes);
+  } else {
+    std::vector<std::byte> staging(bytes);
+    from.allocator().copyout(staging.data(), from_ptr, bytes);
+    to.allocator().copyin(to_ptr, staging.data(), bytes);
   }
-  std::vector<std::byte> staging(bytes);
-  from.allocator().copyout(staging.data(), from_ptr, bytes);
-  to.allocator().copyin(to_ptr, staging.data(), bytes);
 }
 
 std::string default_device() { return runtime::default_device(); }

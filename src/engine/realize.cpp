@@ -84,7 +84,7 @@ double launch(const KernelCall& call, int debug) {
 }
 
 // Runs one copy between devices; returns its seconds.
-double copy(const KernelCall& call, int debug) {
+double run_copy(const KernelCall& call, int debug) {
   const UOp &dst = *call.buffers[0], &src = *call.buffers[1];
   const std::string name = schedule::copy_name(dst, src);
   const auto bytes = static_cast<int64_t>(buffer_bytes(dst));
@@ -116,7 +116,7 @@ void run_calls(const std::vector<KernelCall>& calls, const std::unordered_set<co
   if (trace::enabled()) viz_run.context = trace::current_context();
   for (size_t c = 0; c < calls.size(); c++) {
     const KernelCall& call = calls[c];
-    const double seconds = call.is_copy() ? copy(call, debug) : launch(call, debug);
+    const double seconds = call.is_copy() ? run_copy(call, debug) : launch(call, debug);
     if (trace::enabled()) {
       std::string name = call.is_copy() ? schedule::copy_name(*call.buffers[0], *call.buffers[1]) : call.kernel->program.name;
       viz_run.launches.push_back({std::move(name), call.is_copy() ? -1 : call.kernel->viz_id, viz_buffers(call), seconds});
@@ -145,6 +145,7 @@ schedule::Schedule schedule(const std::vector<UOpRef>& roots) {
 }
 
 void run_schedule(const schedule::Schedule& s, const std::unordered_set<const UOp*>& needed) {
+  // a call runs on its output's device (a copy: its destination's)
   auto device_of = [](const UOpRef& call) { return &runtime::get_device(call->src[1]->arg_as<BufferArg>().device); };
   std::vector<std::pair<UOpRef, runtime::Device*>> kernels;
   for (const UOpRef& call : s.linear->src)
