@@ -200,6 +200,18 @@ TEST_F(Copy, MixedDevicesAreAnErrorNamingTheOpAndDevices) {
   EXPECT_EQ((x + x.to("CL").to("CPU")).to_vector<float>(), (std::vector<float>{2, 4, 6}));
 }
 
+TEST_F(Copy, OneRealizeRunsKernelsOnBothDevices) {
+  Tensor x = Tensor::from_vector<float>({1, 2, 3, 4}, {4});
+  Tensor half = Tensor::ones({4}) * 0.5f;  // constants only: computed on whichever device reads them
+  Tensor on_cpu = x * 2.0f + half, on_cl = x.to("CL") * 3.0f + half;
+  Tensor::realize({on_cpu, on_cl});
+  EXPECT_EQ(on_cpu.device(), "CPU");
+  EXPECT_EQ(on_cl.device(), "CL");
+  EXPECT_EQ(on_cpu.to_vector<float>(), (std::vector<float>{2.5f, 4.5f, 6.5f, 8.5f}));
+  EXPECT_EQ(on_cl.to_vector<float>(), (std::vector<float>{3.5f, 6.5f, 9.5f, 12.5f}));
+  EXPECT_EQ(half.to("CL").to_vector<float>(), std::vector<float>(4, 0.5f));
+}
+
 TEST_F(Copy, GradientsFlowBackToTheSourceDevice) {
   std::vector<float> w_values = {0.5f, -1.0f, 2.0f, 3.0f}, c_values = {1.0f, 2.0f, -3.0f, 0.25f};
   Tensor w = Tensor::from_vector<float>(w_values, {4}).requires_grad_();
