@@ -247,10 +247,12 @@ class Tensor {
   // d this / d each target, without touching grad(); this must have one element.
   std::vector<Tensor> gradient(const std::vector<Tensor>& targets) const;
   Tensor detach() const;  // the same values, no gradient flows back through it
-  Tensor& assign(const Tensor& value);  // in-place update: same shape and dtype
+  Tensor& assign(const Tensor& value);  // in-place update: same shape, dtype and device
+  // A copy on `device` ("CPU", "CL", ...), made lazily (a copy step in schedule()); gradients flow
+  // back to this tensor's device. Ops take inputs on one device: copy between them with to().
   Tensor to(const std::string& device) const;
 
-  // ---- introspection: the kernels realize() would run now, in order; the graph behind this tensor
+  // ---- introspection: the kernels (and copies) realize() would run now, in order; the graph behind this tensor
   std::vector<ScheduleItem> schedule() const;
   UOpRef uop() const;
 

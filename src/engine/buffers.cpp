@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "kiln/counters.h"
 #include "kiln/error.h"
@@ -116,11 +117,35 @@ void copyout(const UOp& buffer, void* dst, size_t bytes) {
   dev.allocator().copyout(dst, buffer_address(buffer), bytes);
 }
 
+void copy_buffer(const UOp& dst, const UOp& src) {
+  const size_t bytes = buffer_bytes(dst);
+  if (bytes != buffer_bytes(src))
+    throw_error("copy: the destination holds ", bytes, " bytes, the source ", buffer_bytes(src));
+  runtime::Device& from = runtime::get_device(src.arg_as<BufferArg>().device);
+  runtime::Device& to = runtime::get_device(dst.arg_as<BufferArg>().device);
+  void* to_ptr = buffer_address(dst);
+  const void* from_ptr = buffer_address(src);
+  from.synchronize();  // the kernels writing the source have finished
+  // Host memory is read and written in place, so one copy does when either side is host memory.
+  if (from.allocator().host_memory()) {
+    to.allocator().copyin(to_ptr, from_ptr, bytes);
+  } else if (to.allocator().host_memory()) {
+    to.synchronize();  // nothing queued still reads the destination's memory
+    from.allocator().copyout(to_ptr, from_ptr, bytes);
+  } else {
+    std::vector<std::byte> staging(bytes);
+    from.allocator().copyout(staging.data(), from_ptr, bytes);
+    to.allocator().copyin(to_ptr, staging.data(), bytes);
+  }
+}
+
 std::string default_device() { return runtime::default_device(); }
 
+std::string canonical_device(const std::string& device) { return runtime::get_device(device).name(); }
+
 UOpRef new_buffer(DType dtype, int64_t size, const std::string& device) {
-  const std::string& canonical = runtime::get_device(device).name();  // unknown devices fail here, eagerly
-  return UOp::make(Ops::BUFFER, dtype, {}, BufferArg{schedule::next_buffer_id(), size, canonical});
+  // unknown devices fail here, eagerly
+  return UOp::make(Ops::BUFFER, dtype, {}, BufferArg{schedule::next_buffer_id(), size, canonical_device(device)});
 }
 
 }  // namespace kiln::engine

@@ -15,9 +15,14 @@ size_t buffer_bytes(const UOp& buffer);
 void release_memory(const UOp& buffer);
 void copyin(const UOp& buffer, const void* src, size_t bytes);
 void copyout(const UOp& buffer, void* dst, size_t bytes);
+// Copies `src`'s bytes into `dst`, a buffer of the same size, possibly on another device.
+void copy_buffer(const UOp& dst, const UOp& src);
 
 // The device new tensors go to: DEV if set, else the best registered device.
 std::string default_device();
+
+// The registered device's canonical name ("cl:0" is "CL"); unknown names are a kiln::Error.
+std::string canonical_device(const std::string& device);
 
 // A fresh, unallocated BUFFER UOp.
 UOpRef new_buffer(DType dtype, int64_t size, const std::string& device);

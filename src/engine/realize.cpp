@@ -39,7 +39,7 @@ std::vector<std::vector<const UOp*>> releases_after(const std::vector<KernelCall
     for (size_t i = 0; i < calls[c].buffers.size(); i++) {
       const UOp* b = calls[c].buffers[i].get();
       last_use[b] = c;
-      if (i < calls[c].kernel->writes.size() && calls[c].kernel->writes[i]) written.insert(b);
+      if (calls[c].writes(i)) written.insert(b);
     }
   std::vector<std::vector<const UOp*>> out(calls.size());
   for (const UOp* b : written)
@@ -83,6 +83,27 @@ double launch(const KernelCall& call, int debug) {
   return seconds;
 }
 
+// Runs one copy between devices; returns its seconds.
+double run_copy(const KernelCall& call, int debug) {
+  const UOp &dst = *call.buffers[0], &src = *call.buffers[1];
+  const std::string name = schedule::copy_name(dst, src);
+  const auto bytes = static_cast<int64_t>(buffer_bytes(dst));
+  auto start = std::chrono::steady_clock::now();
+  {
+    profile::Scope timed("copy", name, bytes);
+    copy_buffer(dst, src);
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  GlobalCounters::global_mem += bytes;
+  GlobalCounters::time_sum_s += seconds;
+  if (debug >= 2)
+    fprintf(stderr, "*** %-6s %4lld %s arg %2zu mem %6.2f GB tm %10.2fus/%10.2fms (%9.2f GB/s)\n",
+            call.device->name().c_str(), (long long)GlobalCounters::kernel_count, pad(name, 30).c_str(),
+            call.buffers.size(), GlobalCounters::mem_used / 1e9, seconds * 1e6, GlobalCounters::time_sum_s * 1e3,
+            bytes / seconds / 1e9);
+  return seconds;
+}
+
 }  // namespace
 
 void run_calls(const std::vector<KernelCall>& calls, const std::unordered_set<const UOp*>& keep) {
@@ -94,9 +115,12 @@ void run_calls(const std::vector<KernelCall>& calls, const std::unordered_set<co
   viz::ScheduleRun viz_run;
   if (trace::enabled()) viz_run.context = trace::current_context();
   for (size_t c = 0; c < calls.size(); c++) {
-    double seconds = launch(calls[c], debug);
-    if (trace::enabled())
-      viz_run.launches.push_back({calls[c].kernel->program.name, calls[c].kernel->viz_id, viz_buffers(calls[c]), seconds});
+    const KernelCall& call = calls[c];
+    const double seconds = call.is_copy() ? run_copy(call, debug) : launch(call, debug);
+    if (trace::enabled()) {
+      std::string name = call.is_copy() ? schedule::copy_name(*call.buffers[0], *call.buffers[1]) : call.kernel->program.name;
+      viz_run.launches.push_back({std::move(name), call.is_copy() ? -1 : call.kernel->viz_id, viz_buffers(call), seconds});
+    }
     for (const UOp* b : releases[c]) release_memory(*b);
   }
   if (trace::enabled() && !viz_run.launches.empty()) viz::record_schedule(std::move(viz_run));
@@ -115,21 +139,23 @@ schedule::Schedule schedule(const std::vector<UOpRef>& roots) {
   }();
   engine_stats().schedules++;
   if (env::debug_level() >= 1 && !s.linear->src.empty())
-    fprintf(stderr, "scheduled %zu kernels in %.2f ms\n", s.linear->src.size(),
+    fprintf(stderr, "scheduled %zu kernels and copies in %.2f ms\n", s.linear->src.size(),
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   return s;
 }
 
 void run_schedule(const schedule::Schedule& s, const std::unordered_set<const UOp*>& needed) {
+  // a call runs on its output's device (a copy: its destination's)
+  auto device_of = [](const UOpRef& call) { return &runtime::get_device(call->src[1]->arg_as<BufferArg>().device); };
   std::vector<std::pair<UOpRef, runtime::Device*>> kernels;
   for (const UOpRef& call : s.linear->src)
-    kernels.push_back({call->src[0], &runtime::get_device(call->src[1]->arg_as<BufferArg>().device)});
+    if (call->src[0]->op != Ops::COPY) kernels.push_back({call->src[0], device_of(call)});
   prepare_kernels(kernels);
   std::vector<KernelCall> calls;
-  for (size_t c = 0; c < kernels.size(); c++) {
-    const UOpRef& call = s.linear->src[c];
-    calls.push_back({&compiled_kernel(kernels[c].first, *kernels[c].second), kernels[c].second,
-                     std::vector<UOpRef>(call->src.begin() + 1, call->src.end())});
+  for (const UOpRef& call : s.linear->src) {
+    runtime::Device* dev = device_of(call);
+    CompiledKernel* kernel = call->src[0]->op == Ops::COPY ? nullptr : &compiled_kernel(call->src[0], *dev);
+    calls.push_back({kernel, dev, std::vector<UOpRef>(call->src.begin() + 1, call->src.end())});
   }
   // the buffers of the realized nodes still needed; the rest are intermediates
   std::unordered_set<const UOp*> keep;

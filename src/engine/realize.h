@@ -10,11 +10,15 @@
 
 namespace kiln::engine {
 
-// One launch: a compiled kernel and the BUFFERs bound to its PARAMs.
+// One launch: a compiled kernel and the BUFFERs bound to its PARAMs; or a copy between devices
+// (no kernel; buffers: destination, source; device: the destination's).
 struct KernelCall {
   CompiledKernel* kernel;
   runtime::Device* device;
   std::vector<UOpRef> buffers;
+  bool is_copy() const { return kernel == nullptr; }
+  // Does the call store into buffers[i] (a kernel's outputs, a copy's destination)?
+  bool writes(size_t i) const { return is_copy() ? i == 0 : i < kernel->writes.size() && kernel->writes[i]; }
 };
 
 // Schedules `roots` (tensor-graph nodes): the kernels to run and what each realized node becomes.

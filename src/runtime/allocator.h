@@ -14,6 +14,8 @@ struct Allocator {
   virtual void copyin(void* dst, const void* src, size_t bytes) = 0;
   // Device -> host: dst is host memory, src is device memory.
   virtual void copyout(void* dst, const void* src, size_t bytes) = 0;
+  // Is the memory host memory, which host code reads and writes in place (copies need no staging)?
+  virtual bool host_memory() const { return false; }
 };
 
 }  // namespace kiln::runtime

@@ -12,6 +12,7 @@ class CpuAllocator final : public Allocator {
   void free(void* ptr, size_t bytes) override;
   void copyin(void* dst, const void* src, size_t bytes) override;
   void copyout(void* dst, const void* src, size_t bytes) override;
+  bool host_memory() const override { return true; }
 };
 
 // Bytes currently allocated by all CpuAllocators (as requested, before rounding up).

@@ -1,6 +1,7 @@
 // Builds each realized node's kernel AST from the Plan: the node's value with every read turned
 // into index math over its own loop ranges, stored into its buffer.
 //   SINK( END( STORE( INDEX(PARAM0, idx), value ), loop ranges... ) )
+// A COPY node is no kernel: its step copies its source's buffer into its own.
 #include <algorithm>
 #include <atomic>
 #include <deque>
@@ -11,6 +12,7 @@
 #include "kiln/ir/spec.h"
 #include "kiln/ir/symbolic.h"
 #include "support/env.h"
+#include "schedule/devices.h"
 #include "schedule/kernelize.h"
 #include "schedule/schedule.h"
 #include "uop/rewrite_trace.h"
@@ -179,7 +181,25 @@ const PatternMatcher& drop_detach() {
   return pm;
 }
 
+// The BUFFER a COPY reads: its source's own buffer, or the one its source is a view of.
+UOpRef copy_source(const UOp* copy, const std::unordered_map<const UOp*, UOpRef>& buffers) {
+  const UOp* src = copy->src[0].get();
+  if (auto it = buffers.find(src); it != buffers.end()) return it->second;
+  while (src->op != Ops::BUFFER) src = src->src[0].get();  // RESHAPEs and CONTIGUOUSes over it
+  return src->ref();
+}
+
+// Devices run kernels over their own memory only; assign_devices makes every kernel's buffers share one.
+void check_one_device(const UOpRef& kernel, const std::vector<UOpRef>& bufs) {
+  for (const UOpRef& b : bufs)
+    if (b->arg_as<BufferArg>().device != bufs[0]->arg_as<BufferArg>().device)
+      throw_error("schedule: kernel ", kernel_name(kernel), " would read buffers on ", bufs[0]->arg_as<BufferArg>().device,
+                  " and ", b->arg_as<BufferArg>().device, "; copy one with .to() first");
+}
+
 }  // namespace
+
+UOpRef copy_ast() { return UOp::make(Ops::COPY, dtypes::void_); }
 
 Schedule build_schedule(const std::vector<UOpRef>& roots, const std::string& device_of_constants) {
   Schedule out;
@@ -192,14 +212,11 @@ Schedule build_schedule(const std::vector<UOpRef>& roots, const std::string& dev
       out.becomes[r.get()] = strip_contiguous(r);
       out.keep_alive.push_back(r);
     }
+  const std::unordered_map<const UOp*, std::string> device = assign_devices(split, device_of_constants);
   Plan plan = plan_kernels(run_roots);
   std::unordered_map<const UOp*, UOpRef> buffers;
-  for (const UOp* u : plan.realized) {
-    std::string device = device_of_constants;
-    for (const UOp* x : u->toposort())
-      if (x->op == Ops::BUFFER) device = x->arg_as<BufferArg>().device;
-    buffers[u] = UOp::make(Ops::BUFFER, u->dtype, {}, BufferArg{next_buffer_id(), prod(u->shape_or_throw()), device});
-  }
+  for (const UOp* u : plan.realized)
+    buffers[u] = UOp::make(Ops::BUFFER, u->dtype, {}, BufferArg{next_buffer_id(), prod(u->shape_or_throw()), device.at(u)});
   for (const UOp* u : plan.realized) {
     const UOpRef& buf = buffers.at(u);
     const Shape& shape = u->shape_or_throw();
@@ -209,8 +226,13 @@ Schedule build_schedule(const std::vector<UOpRef>& roots, const std::string& dev
   std::vector<UOpRef> calls;
   for (const std::vector<const UOp*>& group : kernel_groups(plan)) {
     if (prod(group[0]->shape_or_throw()) == 0) continue;  // nothing to compute
+    if (group[0]->op == Ops::COPY) {
+      calls.push_back(UOp::make(Ops::CALL, dtypes::void_, {copy_ast(), buffers.at(group[0]), copy_source(group[0], buffers)}));
+      continue;
+    }
     std::vector<UOpRef> bufs;
     UOpRef kernel = renumber_ranges(KernelBuilder(plan, buffers, group).build(bufs));
+    check_one_device(kernel, bufs);
     if (trace::enabled()) {
       std::vector<UOpRef> computed;
       for (const UOp* u : group) computed.push_back(u->ref());

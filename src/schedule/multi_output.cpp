@@ -55,9 +55,10 @@ std::vector<std::vector<const UOp*>> kernel_groups(const Plan& plan) {
     while (parent[i] != i) i = parent[i] = parent[parent[i]];
     return i;
   };
-  // CONTIGUOUS asks for a kernel boundary: its node keeps a kernel of its own
+  // CONTIGUOUS asks for a kernel boundary: its node keeps a kernel of its own; a COPY is no kernel
   auto groupable = [&](size_t i) {
-    return !regions[i].reduces && order[i]->op != Ops::CONTIGUOUS && prod(order[i]->shape_or_throw()) != 0;
+    return !regions[i].reduces && order[i]->op != Ops::CONTIGUOUS && order[i]->op != Ops::COPY &&
+           prod(order[i]->shape_or_throw()) != 0;
   };
   for (size_t b = 0; b < order.size(); b++) {
     if (!groupable(b)) continue;

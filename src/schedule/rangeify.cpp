@@ -1,8 +1,8 @@
 // Range propagation and fusion ("rangeify"): walk the tensor graph consumers-first, handing each
 // node the index expressions its consumers read it with. A node read one way inherits its
 // consumer's loops: that is fusion. A node is realized into a buffer (and gets its own kernel) when
-// it must be: a root or CONTIGUOUS, a reduction that is broadcast again or reduced again, or an
-// expensive node read in several different ways.
+// it must be: a root, CONTIGUOUS, a COPY and its source, a reduction that is broadcast again or
+// reduced again, or an expensive node read in several different ways.
 #include <algorithm>
 #include <map>
 #include <unordered_map>
@@ -66,6 +66,11 @@ class Rangeify {
     for (const UOp* u : topo_) {
       // CONTIGUOUS of something already contiguous is a no-op; otherwise it asks for a buffer.
       if (u->op == Ops::CONTIGUOUS && !is_buffer_view(u)) realized_.insert(u);
+      // A COPY moves whole buffers: its result is one, and so is its source unless it already is.
+      if (u->op == Ops::COPY) {
+        realized_.insert(u);
+        if (!is_buffer_view(u->src[0].get())) realized_.insert(u->src[0].get());
+      }
       if (expands_an_axis(u) && has_reduce[u->src[0].get()]) {
         // A reduction broadcast again would be recomputed for every broadcast element: store it.
         realized_.insert(base_of(u->src[0].get()));
@@ -119,6 +124,7 @@ class Rangeify {
       } else {
         outs = reads;
       }
+      if (u->op == Ops::COPY) continue;  // not computed by a kernel: its source is read as a whole buffer
       for (const Access& a : outs) push_to_sources(u, a);
     }
   }

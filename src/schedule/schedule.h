@@ -12,7 +12,8 @@ namespace kiln::schedule {
 
 struct Schedule {
   // LINEAR(CALL(kernel SINK, BUFFER...)...): the kernels to run, in order. Buffer 0 of each call is
-  // its output; the BUFFERs are not allocated yet.
+  // its output; the BUFFERs are not allocated yet. A copy between devices is CALL(copy_ast(),
+  // destination BUFFER, source BUFFER).
   UOpRef linear;
   // What each realized tensor-graph node becomes once the schedule has run: a view of its buffer.
   std::unordered_map<const UOp*, UOpRef> becomes;
@@ -36,6 +37,11 @@ Schedule create_schedule(const std::vector<UOpRef>& roots, const std::string& de
 Schedule build_schedule(const std::vector<UOpRef>& roots, const std::string& device);
 // How many create_schedule calls the cache answered.
 int64_t schedule_cache_hits();
+
+// What a copy step's CALL holds in place of a kernel.
+UOpRef copy_ast();
+// A copy step as DEBUG=2 and schedule() name it, e.g. "copy 4096, CL <- CPU" (bytes, devices).
+std::string copy_name(const UOp& dst, const UOp& src);
 
 // The ScheduleItem view of each CALL in a LINEAR.
 std::vector<ScheduleItem> schedule_items(const UOpRef& linear);

@@ -1,7 +1,8 @@
-// The autograd face of Tensor: which tensors want gradients, backward() and gradient(), and the
-// in-place assignment optimizers use. The rules themselves are in gradient.cpp.
+// The autograd face of Tensor: which tensors want gradients, backward() and gradient(), the
+// in-place assignment optimizers use, and copies between devices. The rules themselves are in gradient.cpp.
 #include <unordered_set>
 
+#include "engine/buffers.h"
 #include "kiln/error.h"
 #include "tensor/gradient.h"
 #include "tensor/tensor_impl.h"
@@ -119,6 +120,9 @@ Tensor& Tensor::assign(const Tensor& value) {
     throw_error("assign: expected a value of shape ", shape_to_string(shape()), ", got ", shape_to_string(value.shape()));
   if (value.dtype() != dtype())
     throw_error("assign: expected a value of dtype ", dtype().name(), ", got ", value.dtype().name());
+  if (value.device() != device())
+    throw_error("assign: expected a value on ", device(), ", got one on ", value.device(), "; copy it with .to(\"",
+                device(), "\") first");
   // Functional update: this handle (and every copy of it) now reads the new value; graphs built
   // from the old value keep it alive until they are done with it.
   set_uop(value.uop());
@@ -126,8 +130,10 @@ Tensor& Tensor::assign(const Tensor& value) {
 }
 
 Tensor Tensor::to(const std::string& dev) const {
-  if (dev == device()) return *this;
-  throw_error("to: copies between devices are not supported yet (", device(), " -> ", dev, ")");
+  const std::string target = engine::canonical_device(dev);  // unknown devices fail here, eagerly
+  if (target == device()) return *this;
+  // Lazy like every op: the scheduler turns the COPY into a copy step between the two devices.
+  return Tensor(UOp::make(Ops::COPY, dtype(), {uop()}, target));
 }
 
 }  // namespace kiln

@@ -113,6 +113,8 @@ const PatternMatcher& gradient_rules() {
             Ops::SHL, Ops::SHR, Ops::BITCAST, Ops::DETACH},
            [](const Tensor&, const UOp& ret, const auto&) { return Grads(ret.src.size()); }),
       rule(Ops::CONTIGUOUS, [](const Tensor& g, const UOp&, const auto&) -> Grads { return {g}; }),
+      // a copy's gradient is copied back to where its source lives
+      rule(Ops::COPY, [](const Tensor& g, const UOp&, const auto& s) -> Grads { return {g.to(s[0].device())}; }),
       rule(Ops::REDUCE, reduce_grad),
       // movement ops have exact inverses
       rule(Ops::RESHAPE, [](const Tensor& g, const UOp&, const auto& s) -> Grads { return {g.reshape(s[0].shape())}; }),

@@ -1,5 +1,6 @@
-// TinyJit's capture and replay. A capture is the list of kernel launches of one call; each buffer
-// those launches touch gets a source that says where its replay value comes from:
+// TinyJit's capture and replay. A capture is the list of kernel launches (and copies between
+// devices, replayed as copies) of one call; each buffer those launches touch gets a source that
+// says where its replay value comes from:
 //   input     — the buffer of the call's k-th tensor argument,
 //   state     — a tensor that was realized before the call (a weight): its buffer at replay time,
 //   produced  — written by a captured kernel: a fresh buffer at each replay,
@@ -8,6 +9,7 @@
 // are bound to them, and a replay points them at the new ones.
 #include "kiln/jit.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -51,7 +53,7 @@ struct Core::Plan {
     std::string device;
   };
   struct Call {
-    engine::CompiledKernel* kernel;
+    engine::CompiledKernel* kernel;  // null for a copy
     runtime::Device* device;
     std::vector<size_t> sources;  // per PARAM
   };
@@ -102,14 +104,14 @@ void Core::Plan::build(const std::vector<Tensor>& results) {
     Call call{k.kernel, k.device, {}};
     bool dependent = false;
     for (size_t p = 0; p < k.buffers.size(); p++) {
-      const bool writes = p < k.kernel->writes.size() && k.kernel->writes[p];
+      const bool writes = k.writes(p);
       if (writes) continue;
       auto it = source_of.find(k.buffers[p].get());
       size_t s = it != source_of.end() ? it->second : source_of[k.buffers[p].get()] = external(k.buffers[p]);
       dependent |= sources[s].kind == Kind::Input || sources[s].kind == Kind::State || sources[s].kind == Kind::Produced;
     }
     for (size_t p = 0; p < k.buffers.size(); p++) {
-      const bool writes = p < k.kernel->writes.size() && k.kernel->writes[p];
+      const bool writes = k.writes(p);
       if (!writes) {
         call.sources.push_back(source_of.at(k.buffers[p].get()));
         continue;
@@ -156,7 +158,10 @@ Core& Core::operator=(Core&&) noexcept = default;
 
 bool Core::enabled() { return env::get_int("JIT", 1) != 0; }
 
-size_t Core::kernels() const { return plan_ ? plan_->calls.size() : 0; }
+size_t Core::kernels() const {
+  if (!plan_) return 0;
+  return std::count_if(plan_->calls.begin(), plan_->calls.end(), [](const Plan::Call& c) { return c.kernel != nullptr; });
+}
 
 void Core::begin_capture(const std::vector<Tensor>& inputs) {
   capture_lock_ = std::make_unique<std::unique_lock<std::recursive_mutex>>(realize_mutex());

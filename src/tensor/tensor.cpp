@@ -7,6 +7,7 @@
 #include "engine/realize.h"
 #include "kiln/error.h"
 #include "kiln/ir/pattern_matcher.h"
+#include "schedule/devices.h"
 #include "schedule/schedule.h"
 #include "uop/rewrite_trace.h"
 
@@ -112,11 +113,7 @@ DType Tensor::dtype() const { return impl_->dtype; }
 int64_t Tensor::numel() const { return kiln::prod(shape()); }
 int64_t Tensor::ndim() const { return static_cast<int64_t>(shape().size()); }
 
-std::string Tensor::device() const {
-  for (const UOp* u : uop()->toposort())
-    if (u->op == Ops::BUFFER) return u->arg_as<BufferArg>().device;
-  return engine::default_device();
-}
+std::string Tensor::device() const { return schedule::device_of(uop().get(), engine::default_device()); }
 
 Tensor tensor_from_bytes(const void* data, size_t bytes, DType dtype, Shape shape) {
   int64_t n = kiln::prod(shape);
