@@ -44,7 +44,9 @@ class CudaDevice final : public Device {
 
 void register_cuda_device() {
   std::optional<cuda::CUdevice> device = cuda::find_device();
-  if (!device) return;  // no driver or no GPU on this machine
+  // Without a GPU, or without NVRTC to compile for it (a driver without the toolkit), there is no
+  // device: the default falls back to the next one instead of failing at first use.
+  if (!device || !cuda::nvrtc_available()) return;
   // Above an OpenCL GPU (10): the default is a CUDA GPU, then OpenCL, then the CPU (0).
   register_device("CUDA", [d = *device] { return std::make_unique<CudaDevice>(d); }, 20);
 }
