@@ -13,6 +13,7 @@
 #include "kiln/error.h"
 #include "kiln/ir/pattern_matcher.h"
 #include "runtime/compiler.h"
+#include "runtime/cuda/cuda_compiler.h"
 #include "support/env.h"
 #include "support/parallel.h"
 #include "support/profile.h"
@@ -50,6 +51,27 @@ size_t visible_length(const std::string& s) {
   return n;
 }
 
+// With CHECK_RENDER=CUDA, every kernel the engine compiles for its real device is also generated
+// for CUDA and compiled with NVRTC (never run): the test suites check the CUDA renderer on machines
+// without a GPU, and a kernel NVRTC rejects fails the run like a failed compile for the real device.
+struct RenderCheck {
+  // An A100's resident threads (108 multiprocessors x 2048): any count above 1 renders the same
+  // split of the THREAD axis a real GPU gets.
+  static constexpr int kThreads = 108 * 2048;
+  runtime::cuda::CudaCompiler compiler{runtime::cuda::target_arch("compute_80")};
+
+  codegen::Target target(bool optimize) const { return {&renderer::cuda_renderer(), kThreads, optimize, 0}; }
+};
+
+// The check CHECK_RENDER asks for, or nullptr when it is unset.
+RenderCheck* render_check() {
+  const std::string language = env::get_string("CHECK_RENDER");
+  if (language.empty()) return nullptr;
+  if (language != "CUDA")
+    throw_error("CHECK_RENDER=", language, ": expected CUDA (the language kiln checks without its device)");
+  static RenderCheck check;  // throws kiln::Error when NVRTC is missing
+  return &check;
+}
 
 // Compiled programs by (kernel AST, device, optimized?). The kernels a schedule still lacks are
 // generated one after the other, then compiled by parallel compiler processes: a cold training step
@@ -69,6 +91,7 @@ class KernelCache {
       runtime::Device* dev;
       std::unique_ptr<CompiledKernel> kernel;
       std::string binary;
+      std::string check_source;  // the CUDA twin, with CHECK_RENDER
       double ms = 0;
       bool compiled = false;
       std::exception_ptr error;
@@ -80,11 +103,17 @@ class KernelCache {
       for (const auto& [ast, dev] : kernels) {
         Key key = key_of(ast, *dev);
         if (cache_.count(key) || !queued.insert(key).second) continue;
-        todo.push_back({key, ast, dev, generate(ast, *dev, std::get<2>(key)), {}, 0, false, nullptr});
+        todo.push_back({key, ast, dev, generate(ast, *dev, std::get<2>(key)), {}, {}, 0, false, nullptr});
+        if (RenderCheck* check = render_check()) {
+          std::string& source = todo.back().check_source;
+          source = codegen::to_program(ast, check->target(std::get<2>(key))).source;
+          if (env::debug_level() >= 4) fprintf(stderr, "CHECK_RENDER=CUDA:\n%s\n", source.c_str());
+        }
       }
     }
     if (todo.empty()) return;
-    auto compile = [](Pending& p) {
+    RenderCheck* check = render_check();
+    auto compile = [check](Pending& p) {
       profile::Scope timed("compile", p.kernel->program.name);
       try {
         auto before = runtime::compile_stats().compiled.load();
@@ -92,6 +121,7 @@ class KernelCache {
         p.binary = p.dev->compiler().compile(p.kernel->program.source);
         p.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
         p.compiled = runtime::compile_stats().compiled.load() > before;
+        if (check) check->compiler.compile(p.check_source);
       } catch (...) {
         p.error = std::current_exception();
       }

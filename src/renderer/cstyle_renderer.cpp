@@ -188,6 +188,20 @@ std::string alu(const UOp* u, const std::unordered_map<const UOp*, std::string>&
 
 }  // namespace
 
+std::string positional_parameters(std::vector<std::pair<int64_t, std::string>> params,
+                                  const std::function<std::string(const std::string& type)>& declare,
+                                  const std::string& unused_pointer) {
+  std::sort(params.begin(), params.end());
+  std::string s = "(";
+  int64_t next = 0;
+  for (const auto& [i, type] : params) {
+    for (; next < i; next++) s += (next ? ", " : "") + unused_pointer + " unused" + std::to_string(next);
+    s += (i ? ", " : "") + declare(type) + " data" + std::to_string(i);
+    next = i + 1;
+  }
+  return s + ")";
+}
+
 std::string CStyleRenderer::render(const Kernel& k) const {
   const TypeNames t{lang_};
   std::unordered_map<const UOp*, int> uses;
@@ -214,6 +228,7 @@ std::string CStyleRenderer::render(const Kernel& k) const {
   for (const std::string& type : max_types) head << lang_.max_definition(type);
   for (const std::string& type : vector_types) head << type;
   head << lang_.signature(k.name, params);
+  if (lang_.thread_guard) head << lang_.thread_guard(k.threads);
   int depth = 1, counter = 0;
   auto line = [&](const std::string& text) { body << std::string(2 * depth, ' ') << text << "\n"; };
   auto var = [&](const UOp* u, const std::string& prefix, const std::string& expr) {

@@ -1,7 +1,7 @@
 #pragma once
 // The C-style renderer shared by every C-like language (tinygrad's CStyleLanguage): one walk over
-// the linearized UOps, with what differs between C and OpenCL C given as data and small functions
-// in a CStyleLanguage (c_language.cpp, opencl_language.cpp).
+// the linearized UOps, with what differs between C, OpenCL C and CUDA C given as data and small
+// functions in a CStyleLanguage (c_language.cpp, opencl_language.cpp, cuda_language.cpp).
 #include <functional>
 #include <map>
 #include <string>
@@ -24,6 +24,9 @@ struct CStyleLanguage {
   // the thread index core_id. `params` are (index, element type in memory) in the kernel's order.
   std::function<std::string(const std::string& kernel, const std::vector<std::pair<int64_t, std::string>>& params)>
       signature;
+  // Lines after the signature that end the work items past the kernel's `threads` (CUDA launches
+  // whole blocks); unset where a launch runs exactly `threads` of them.
+  std::function<std::string(int64_t threads)> thread_guard;
   // A one-argument math function, e.g. ("exp", double?) -> "__builtin_expf".
   std::function<std::string(const std::string& f, bool is_double)> math;
   // max(a, b) where NaN wins (PyTorch's semantics) for values of type `type`, and the definitions
@@ -31,6 +34,13 @@ struct CStyleLanguage {
   std::function<std::string(const std::string& a, const std::string& b, const std::string& type)> max;
   std::function<std::string(const std::string& type)> max_definition;
 };
+
+// The parameter list "(T0 data0, T1 data1, ...)" of a kernel whose arguments are positional (a
+// launch passes buffer i as argument i): `declare(type)` declares a pointer to `type`, and a buffer
+// the kernel no longer reads (simplified away) keeps its place as an unused `unused_pointer`.
+std::string positional_parameters(std::vector<std::pair<int64_t, std::string>> params,
+                                  const std::function<std::string(const std::string& type)>& declare,
+                                  const std::string& unused_pointer);
 
 class CStyleRenderer final : public Renderer {
  public:

@@ -35,16 +35,10 @@ CStyleLanguage opencl_language() {
   cl.vectors = false;
   // Arguments are positional: the launch sets argument i to buffer i. A buffer the kernel no longer
   // reads (simplified away) keeps its place as an unused argument.
-  cl.signature = [](const std::string& kernel, std::vector<std::pair<int64_t, std::string>> params) {
-    std::sort(params.begin(), params.end());
-    std::string s = "__kernel void " + kernel + "(";
-    int64_t next = 0;
-    for (const auto& [i, type] : params) {
-      for (; next < i; next++) s += (next ? ", " : "") + std::string("__global const uchar* unused") + std::to_string(next);
-      s += (i ? ", " : "") + std::string("__global ") + type + "* restrict data" + std::to_string(i);
-      next = i + 1;
-    }
-    return s + ") {\n  const int core_id = (int)get_global_id(0);\n";
+  cl.signature = [](const std::string& kernel, const std::vector<std::pair<int64_t, std::string>>& params) {
+    std::string args = positional_parameters(
+        params, [](const std::string& type) { return "__global " + type + "* restrict"; }, "__global const uchar*");
+    return "__kernel void " + kernel + args + " {\n  const int core_id = (int)get_global_id(0);\n";
   };
   cl.math = [](const std::string& f, bool) { return f; };  // overloaded for float and double
   // fmax would drop a NaN; PyTorch's max propagates it. One function per type, as OpenCL C has

@@ -5,9 +5,9 @@
 namespace kiln::renderer {
 
 const Renderer& renderer_for(const std::string& language) {
-  for (const Renderer* r : {&c_renderer(), &opencl_renderer()})
+  for (const Renderer* r : {&c_renderer(), &opencl_renderer(), &cuda_renderer()})
     if (r->language() == language) return *r;
-  throw_error("no renderer for the kernel language '", language, "'; expected C or OpenCL");
+  throw_error("no renderer for the kernel language '", language, "'; expected C, OpenCL or CUDA");
 }
 
 }  // namespace kiln::renderer

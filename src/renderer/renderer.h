@@ -25,7 +25,10 @@ class Renderer {
 const Renderer& c_renderer();
 // OpenCL C, called as __kernel void name(__global T0* data0, ...) with one work-item per core_id.
 const Renderer& opencl_renderer();
-// The renderer of a device's kernel language ("C", "OpenCL"); throws kiln::Error for others.
+// CUDA C++ for NVRTC, as extern "C" __global__ void name(T0* data0, ...); thread core_id is
+// blockIdx.x * blockDim.x + threadIdx.x, and threads past the kernel's count return at once.
+const Renderer& cuda_renderer();
+// The renderer of a device's kernel language ("C", "OpenCL", "CUDA"); throws kiln::Error for others.
 const Renderer& renderer_for(const std::string& language);
 
 }  // namespace kiln::renderer

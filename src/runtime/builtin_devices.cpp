@@ -7,6 +7,7 @@ void register_builtin_devices() {
 #ifdef KILN_OPENCL
   register_opencl_device();
 #endif
+  register_cuda_device();
 }
 
 }  // namespace kiln::runtime

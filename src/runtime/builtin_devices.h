@@ -7,8 +7,9 @@ namespace kiln::runtime {
 
 void register_builtin_devices();
 
-// Each device's own registration (cpu_device.cpp, opencl/cl_device.cpp).
+// Each device's own registration (cpu_device.cpp, opencl/cl_device.cpp, cuda/cuda_device.cpp).
 void register_cpu_device();
 void register_opencl_device();  // only when kiln is built with OpenCL; registers nothing without a device
+void register_cuda_device();    // registers nothing without the CUDA driver (libcuda), a GPU and NVRTC
 
 }  // namespace kiln::runtime

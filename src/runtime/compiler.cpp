@@ -1,8 +1,23 @@
 #include "runtime/compiler.h"
 
+#include <cstdio>
+#include <sstream>
+
 namespace kiln::runtime {
 
 Compiler::~Compiler() = default;
+
+std::string numbered_source(const std::string& source) {
+  std::istringstream in(source);
+  std::string out;
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    char num[16];
+    std::snprintf(num, sizeof num, "%4d | ", ++n);
+    out += num + line + "\n";
+  }
+  return out;
+}
 
 CompileStats& compile_stats() {
   static CompileStats stats;

@@ -18,6 +18,9 @@ struct Compiler {
   virtual std::string recompile(const std::string& source) = 0;
 };
 
+// `source` with each line prefixed by its number ("   2 | ..."), for compile errors.
+std::string numbered_source(const std::string& source);
+
 // Process-wide counters. The fields are atomic because compiles may run on several threads;
 // copying takes a snapshot, e.g. `CompileStats before = compile_stats();`.
 struct CompileStats {

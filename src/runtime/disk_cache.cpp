@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <atomic>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -192,6 +193,16 @@ void publish(const fs::path& file, const fs::path& entry) {
                 std::strerror(appended ? errno : write_error));
   if (::rename(file.c_str(), entry.c_str()) != 0)
     throw_error("cannot rename ", file.string(), " to ", entry.string(), ": ", std::strerror(errno));
+}
+
+void store(const fs::path& entry, const std::string& binary) {
+  const fs::path temp = entry.string() + "." + unique_suffix() + ".tmp";
+  {
+    std::ofstream out(temp, std::ios::binary);
+    out.write(binary.data(), static_cast<std::streamsize>(binary.size()));
+    if (!out) throw_error("could not write ", temp.string());
+  }
+  publish(temp, entry);
 }
 
 }  // namespace kiln::runtime::disk_cache

@@ -42,4 +42,8 @@ bool holds(const std::filesystem::path& entry);
 // to `entry`, replacing any previous one. Throws kiln::Error naming the file if it cannot.
 void publish(const std::filesystem::path& file, const std::filesystem::path& entry);
 
+// Writes `binary` as the entry at `entry` (through a temporary file and publish()), for devices
+// whose compiler returns bytes, not files. Throws kiln::Error naming the file if it cannot.
+void store(const std::filesystem::path& entry, const std::string& binary);
+
 }  // namespace kiln::runtime::disk_cache

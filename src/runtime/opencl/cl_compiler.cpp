@@ -1,10 +1,6 @@
 #include "runtime/opencl/cl_compiler.h"
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <vector>
+#include <string>
 
 #include "kiln/error.h"
 #include "runtime/disk_cache.h"
@@ -12,19 +8,6 @@
 
 namespace kiln::runtime::cl {
 namespace {
-
-
-std::string numbered(const std::string& source) {
-  std::istringstream in(source);
-  std::string out;
-  int n = 0;
-  for (std::string line; std::getline(in, line);) {
-    char num[16];
-    std::snprintf(num, sizeof num, "%4d | ", ++n);
-    out += num + line + "\n";
-  }
-  return out;
-}
 
 std::string build_log(cl_program program, cl_device_id device) {
   size_t size = 0;
@@ -79,7 +62,7 @@ std::string ClCompiler::build(const std::string& source, const std::string& path
     std::string log = build_log(program, ctx_.device);
     clReleaseProgram(program);
     throw_error("OpenCL kernel failed to build on ", ctx_.device_name, " (", error_name(err), "):\n", log,
-                "\nsource:\n", numbered(source));
+                "\nsource:\n", numbered_source(source));
   }
   std::string binary;
   try {
@@ -89,13 +72,7 @@ std::string ClCompiler::build(const std::string& source, const std::string& path
     throw;
   }
   clReleaseProgram(program);
-  const std::string temp = path + "." + disk_cache::unique_suffix() + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::binary);
-    out.write(binary.data(), static_cast<std::streamsize>(binary.size()));
-    if (!out) throw_error("could not write ", temp);
-  }
-  disk_cache::publish(temp, path);
+  disk_cache::store(path, binary);
   ++compile_stats().compiled;
   return binary;
 }
