@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <cstdio>
-#include <fstream>
 #include <set>
 
 #include "kiln/error.h"
@@ -196,13 +195,7 @@ std::vector<Opt> beam_search(const UOpRef& ast, runtime::Device& dev, const code
   }
   beam_stats().searches++;
   std::vector<Opt> opts = search(ast, dev, target, width);
-  const fs::path work = entry.string() + "." + runtime::disk_cache::unique_suffix();
-  {
-    std::ofstream out(work, std::ios::binary);
-    out << codegen::opts_to_string(opts);
-    if (!out) throw_error("BEAM: cannot write ", work.string());
-  }
-  runtime::disk_cache::publish(work, entry);
+  runtime::disk_cache::store(entry, codegen::opts_to_string(opts));
   return opts;
 }
 
