@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "allocator_checks.h"
 #include "codegen/codegen.h"
 #include "error_message.h"
 #include "kiln/kiln.h"
@@ -171,17 +172,7 @@ TEST(CheckRender, OtherLanguagesAreRefused) {
 
 TEST(CudaDevice, MemoryRoundTrips) {
   SKIP_WITHOUT_GPU();
-  runtime::Allocator& a = runtime::get_device("CUDA").allocator();
-  std::vector<float> in(1000), out(1000, -1);
-  for (size_t i = 0; i < in.size(); i++) in[i] = 0.5f * static_cast<float>(i);
-  void* mem = a.alloc(in.size() * sizeof(float));
-  a.copyin(mem, in.data(), in.size() * sizeof(float));
-  a.copyout(out.data(), mem, out.size() * sizeof(float));
-  a.free(mem, in.size() * sizeof(float));
-  EXPECT_EQ(in, out);
-  void* empty = a.alloc(0);  // a distinct, valid allocation
-  EXPECT_NE(empty, nullptr);
-  a.free(empty, 0);
+  kt::expect_memory_round_trip(runtime::get_device("CUDA").allocator());
 }
 
 TEST(CudaDevice, HandWrittenKernelLaunchesOverSeveralBlocks) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "allocator_checks.h"
 #include "error_message.h"
 #include "kiln/kiln.h"
 #include "runtime/device.h"
@@ -31,17 +32,7 @@ using kt::TempCache;
 
 TEST(OpenCL, MemoryRoundTrips) {
   SKIP_WITHOUT_CL();
-  Allocator& a = get_device("CL").allocator();
-  std::vector<float> in(1000), out(1000, -1);
-  for (size_t i = 0; i < in.size(); i++) in[i] = 0.5f * static_cast<float>(i);
-  void* mem = a.alloc(in.size() * sizeof(float));
-  a.copyin(mem, in.data(), in.size() * sizeof(float));
-  a.copyout(out.data(), mem, out.size() * sizeof(float));
-  a.free(mem, in.size() * sizeof(float));
-  EXPECT_EQ(in, out);
-  void* empty = a.alloc(0);  // a distinct, valid allocation
-  EXPECT_NE(empty, nullptr);
-  a.free(empty, 0);
+  kt::expect_memory_round_trip(get_device("CL").allocator());
 }
 
 TEST(OpenCL, HandWrittenKernelLaunches) {
