@@ -140,6 +140,42 @@ TEST(Opts, PrintAndParseBack) {
     expect_error([&] { codegen::parse_opts(bad); }, "expected a line like 'UPCAST(axis=1, amt=4)'");
 }
 
+// Damaged opt lists (flipped, cut, spliced with tokens such as huge or negative numbers): each one
+// parses and then applies or not, or throws kiln::Error; none crashes or reads out of bounds (ASan).
+TEST(Opts, MutatedOptListsParseOrThrowKilnError) {
+  Tensor a = Tensor::randn({24, 40}).realize(), b = Tensor::randn({40, 20}).realize();
+  const UOpRef ast = a.matmul(b).schedule().at(0).ast;
+  const codegen::Target target = target_of(cpu());
+  const std::string seed = codegen::opts_to_string(codegen::hand_coded_opts(ast, target)) + "SWAP(axis=0, amt=1)\n";
+  const std::vector<std::string> tokens = {"-1", "0", "99999999999999999999", "9223372036854775807", "(", ")", ", amt=",
+                                           "(axis=", "UNROLL", "SWAP", "\n", " ", "x", ""};
+  std::mt19937 rng(20261125);
+  auto below = [&](size_t n) { return n == 0 ? 0 : std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
+  int parsed = 0, rejected = 0;
+  const int iterations = kt::fuzz_iterations(3000);
+  for (int i = 0; i < iterations; i++) {
+    std::string text = seed;
+    for (int edits = 1 + static_cast<int>(below(3)); edits > 0; edits--) {
+      switch (below(3)) {
+        case 0: if (!text.empty()) text[below(text.size())] ^= static_cast<char>(1 << below(8)); break;
+        case 1: text.resize(below(text.size() + 1)); break;
+        default: {
+          const size_t at = below(text.size() + 1);
+          text.replace(at, below(6), tokens[below(tokens.size())]);
+        }
+      }
+    }
+    try {
+      codegen::apply_opts(ast, codegen::parse_opts(text), target);
+      parsed++;
+    } catch (const Error&) {
+      rejected++;
+    }
+  }
+  EXPECT_GT(parsed, 30);
+  EXPECT_GT(rejected, 1000);
+}
+
 TEST(Opts, IllegalOptsAreRefusedByName) {
   Tensor a = Tensor::randn({24, 40}).realize(), b = Tensor::randn({40, 20}).realize();
   const UOpRef ast = a.matmul(b).schedule().at(0).ast;  // ranges 0 (24 rows), 1 (20 cols), 2 (40, reduced)

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <random>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -23,6 +24,7 @@
 #include "runtime/device.h"
 #include "runtime/disk_cache.h"
 #include "support/env.h"
+#include "error_message.h"
 #include "temp_cache.h"
 #include "support/hash.h"
 #include "support/thread_pool.h"
@@ -316,6 +318,42 @@ TEST(DiskCache, DamagedEntryIsRebuilt) {
     EXPECT_TRUE(computes(*get_device("CPU").load(entry, "k"), 1));
     EXPECT_EQ(cache.files().size(), 1u);  // the entry only: no work files left
   }
+}
+
+// Random damage to an entry (flipped bytes, cut or extended files, bytes overwritten near the
+// footer): the reader either calls it whole, and then it holds exactly what was stored, or names
+// what is wrong; it never crashes or reads past the file (ASan).
+TEST(DiskCache, MutatedEntriesAreWholeOrDamaged) {
+  TempCache cache;
+  const fs::path entry = disk_cache::entry_path(disk_cache::folder("fuzz"), "entry", ".bin");
+  std::string stored;
+  for (int i = 0; i < 300; i++) stored += static_cast<char>(i * 7);
+  disk_cache::store(entry, stored);
+  const std::string whole = read_file(entry);
+  ASSERT_EQ(disk_cache::damage(entry), "");
+  std::mt19937 rng(20261125);
+  auto below = [&](size_t n) { return n == 0 ? 0 : std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
+  int intact = 0, damaged = 0;
+  const int iterations = kt::fuzz_iterations(2000);
+  for (int i = 0; i < iterations; i++) {
+    std::string bytes = whole;
+    switch (below(4)) {
+      case 0: bytes[below(bytes.size())] ^= static_cast<char>(1 << below(8)); break;
+      case 1: bytes.resize(below(bytes.size() + 1)); break;
+      case 2: bytes += std::string(1 + below(30), static_cast<char>(below(256))); break;
+      default:  // the footer region: its length, checksum or tag
+        bytes[bytes.size() - 1 - below(std::min<size_t>(bytes.size(), 32))] = static_cast<char>(below(256));
+    }
+    write_file(entry, bytes);
+    if (disk_cache::damage(entry).empty()) {
+      EXPECT_EQ(disk_cache::payload(entry), stored) << "mutation " << i;
+      intact++;
+    } else {
+      damaged++;
+    }
+  }
+  EXPECT_GT(damaged, iterations / 2);
+  EXPECT_GT(intact, 0);  // a byte overwritten with its own value
 }
 
 // A file under a valid footer that dlopen rejects passes the cache's checks; loading it fails,

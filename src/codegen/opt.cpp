@@ -3,7 +3,9 @@
 #include "codegen/opt.h"
 
 #include <algorithm>
+#include <charconv>
 #include <sstream>
+#include <string_view>
 #include <unordered_map>
 
 #include "codegen/codegen.h"
@@ -78,6 +80,16 @@ UOpRef retype(const UOpRef& ast, const UOp* r, int64_t id, AxisType type) {
   return substitute(ast, {{r, r->with_arg(RangeArg{id, type})}});
 }
 
+// Reads `literal` then an integer at `pos` of `line`; false if either is not there.
+bool read_field(std::string_view line, size_t& pos, std::string_view literal, int64_t& value) {
+  if (line.substr(pos, literal.size()) != literal) return false;
+  pos += literal.size();
+  const auto [end, error] = std::from_chars(line.data() + pos, line.data() + line.size(), value);
+  if (error != std::errc()) return false;
+  pos = static_cast<size_t>(end - line.data());
+  return true;
+}
+
 }  // namespace
 
 std::vector<const UOp*> ranges_of(const UOpRef& ast) {
@@ -107,17 +119,14 @@ std::vector<Opt> parse_opts(const std::string& text) {
   std::string line;
   while (std::getline(lines, line)) {
     if (line.empty()) continue;
-    Opt o{};
-    const auto open = line.find("(axis=");
+    const size_t open = line.find('(');
     const auto* name = std::find(std::begin(kOpNames), std::end(kOpNames), line.substr(0, open));
-    long long axis = 0, amt = 0;
-    char close = 0;
-    if (open == std::string::npos || name == std::end(kOpNames) ||
-        std::sscanf(line.c_str() + open, "(axis=%lld, amt=%lld%c", &axis, &amt, &close) != 3 || close != ')')
+    Opt o{};
+    size_t pos = open;
+    if (open == std::string::npos || name == std::end(kOpNames) || !read_field(line, pos, "(axis=", o.axis) ||
+        !read_field(line, pos, ", amt=", o.amt) || line.substr(pos) != ")")
       throw_error("parse_opts: expected a line like 'UPCAST(axis=1, amt=4)', got '", line, "'");
     o.op = static_cast<OptOp>(name - std::begin(kOpNames));
-    o.axis = axis;
-    o.amt = amt;
     out.push_back(o);
   }
   return out;
