@@ -28,5 +28,5 @@ export PKG_CONFIG_PATH=$pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 pkg-config --modversion kiln
 # shellcheck disable=SC2046,SC2086  # pkg-config's flags are words
 "$cxx" -std=c++20 $flags "$source/tests/install/pkg_config_check.cpp" -o "$work/pkg_config_check" \
-  $(pkg-config --cflags --libs kiln)
+  $(pkg-config --cflags --libs kiln) -Wl,-rpath,"$(pkg-config --variable=libdir kiln)"  # rpath: for a shared libkiln
 "$work/pkg_config_check"
