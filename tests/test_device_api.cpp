@@ -33,7 +33,7 @@ std::string error_message(const std::function<void()>& fn) {
 
 // What kiln asked of the device.
 struct Calls {
-  std::atomic<int64_t> allocs{0}, frees{0}, bytes_in{0}, bytes_out{0}, compiles{0}, launches{0};
+  std::atomic<int64_t> allocs{0}, bytes_in{0}, bytes_out{0}, compiles{0}, launches{0};
 };
 
 // Memory in separate host blocks that kiln reaches only through copyin/copyout, counted.
@@ -43,10 +43,7 @@ struct CountingAllocator final : Allocator {
     ++calls.allocs;
     return new char[bytes ? bytes : 1];
   }
-  void free(void* ptr, size_t) override {
-    ++calls.frees;
-    delete[] static_cast<char*>(ptr);
-  }
+  void free(void* ptr, size_t) override { delete[] static_cast<char*>(ptr); }
   void copyin(void* dst, const void* src, size_t bytes) override {
     calls.bytes_in += int64_t(bytes);
     if (bytes) std::memcpy(dst, src, bytes);
@@ -82,36 +79,38 @@ struct CountingProgram final : Program {
   Calls& calls;
 };
 
+// Shares its Calls with the test that registered it (the device lives until the process exits).
 class TestDevice final : public Device {
  public:
-  TestDevice(std::string name, Calls& calls, std::string language)
-      : Device(std::move(name)), allocator_(calls), compiler_(calls), calls_(calls), language_(std::move(language)) {}
+  TestDevice(std::string name, std::shared_ptr<Calls> calls, std::string language)
+      : Device(std::move(name)), calls_(std::move(calls)), allocator_(*calls_), compiler_(*calls_),
+        language_(std::move(language)) {}
   Allocator& allocator() override { return allocator_; }
   Compiler& compiler() override { return compiler_; }
   std::unique_ptr<Program> load(const std::string& binary, const std::string& function_name) override {
-    return std::make_unique<CountingProgram>(get_device("CPU").load(binary, function_name), calls_);
+    return std::make_unique<CountingProgram>(get_device("CPU").load(binary, function_name), *calls_);
   }
   int max_threads() const override { return 2; }
   std::string language() const override { return language_; }
 
  private:
+  std::shared_ptr<Calls> calls_;
   CountingAllocator allocator_;
   CountingCompiler compiler_;
-  Calls& calls_;
   std::string language_;
 };
 
 // Registers a TestDevice under a name no other test (or --gtest_repeat run) uses; returns the name.
-std::string register_test_device(Calls& calls, const std::string& language = "C") {
+std::string register_test_device(const std::shared_ptr<Calls>& calls, const std::string& language = "C") {
   static int run = 0;
   std::string name = "TESTDEV" + std::to_string(run++);
   // Negative priority: it is the default only where DEV names it.
-  register_device(name, [=, &calls] { return std::make_unique<TestDevice>(name, calls, language); }, -1);
+  register_device(name, [=] { return std::make_unique<TestDevice>(name, calls, language); }, -1);
   return name;
 }
 
 TEST(DeviceApi, InTestDeviceRunsTensors) {
-  static Calls calls;  // outlives the device, which lives until the process exits
+  auto calls = std::make_shared<Calls>();
   std::string name = register_test_device(calls);
   env::ScopedEnv dev("DEV", name);
   std::vector<float> a(12), b(4);
@@ -128,11 +127,11 @@ TEST(DeviceApi, InTestDeviceRunsTensors) {
     EXPECT_NEAR(got[i], want, 1e-6) << "row " << i;
   }
   // kiln went through the device for everything: memory, copies both ways, compiles, launches.
-  EXPECT_GE(calls.allocs.load(), 3);
-  EXPECT_EQ(calls.bytes_in.load(), int64_t((12 + 4) * sizeof(float)));
-  EXPECT_EQ(calls.bytes_out.load(), int64_t(3 * sizeof(float)));
-  EXPECT_GE(calls.compiles.load(), 1);
-  EXPECT_GE(calls.launches.load(), 1);
+  EXPECT_GE(calls->allocs.load(), 3);
+  EXPECT_EQ(calls->bytes_in.load(), int64_t((12 + 4) * sizeof(float)));
+  EXPECT_EQ(calls->bytes_out.load(), int64_t(3 * sizeof(float)));
+  EXPECT_GE(calls->compiles.load(), 1);
+  EXPECT_GE(calls->launches.load(), 1);
   EXPECT_EQ(&get_device(name), &get_device(name + ":0"));
 }
 
@@ -151,8 +150,7 @@ TEST(DeviceApi, FactoryWithoutADeviceIsAnError) {
 }
 
 TEST(DeviceApi, UnknownDeviceListsTheRegisteredOnes) {
-  Calls calls;
-  std::string name = register_test_device(calls);
+  std::string name = register_test_device(std::make_shared<Calls>());
   std::string msg = error_message([] { get_device("NOSUCHDEV"); });
   EXPECT_NE(msg.find("unknown device 'NOSUCHDEV'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("CPU"), std::string::npos) << msg;
@@ -164,12 +162,12 @@ TEST(DeviceApi, UnknownDeviceListsTheRegisteredOnes) {
 }
 
 TEST(DeviceApi, UnknownKernelLanguageIsAnError) {
-  static Calls calls;
+  auto calls = std::make_shared<Calls>();
   std::string name = register_test_device(calls, "Verilog");
   env::ScopedEnv dev("DEV", name);
   std::string msg = error_message([] { (Tensor::from_vector<float>({1, 2}, {2}) * 2.0f).realize(); });
   EXPECT_NE(msg.find("no renderer for the kernel language 'Verilog'; expected C or OpenCL"), std::string::npos) << msg;
-  EXPECT_EQ(calls.launches.load(), 0);
+  EXPECT_EQ(calls->launches.load(), 0);
 }
 
 TEST(DeviceApi, CachedBuildBuildsOnceAndRebuildsOnRequest) {
