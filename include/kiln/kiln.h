@@ -1,6 +1,7 @@
 #pragma once
 // kiln: one header for the whole public API.
 #include "kiln/counters.h"
+#include "kiln/device.h"
 #include "kiln/dtype.h"
 #include "kiln/error.h"
 #include "kiln/jit.h"

@@ -20,7 +20,6 @@
 #include "kiln/error.h"
 #include "runtime/disk_cache.h"
 #include "support/env.h"
-#include "support/hash.h"
 
 extern char** environ;
 
@@ -285,34 +284,25 @@ std::string CcCompiler::recompile(const std::string& source) { return build(sour
 
 std::string CcCompiler::build(const std::string& source, bool reuse_entry) {
   Toolchain tc = find_toolchain();
-  const std::string key = content_hash(source + '\0' + join(tc.command) + '\0' + tc.version + '\0' +
-                                       join({kCompileFlags.begin(), kCompileFlags.end()}) + join(tc.own_flags()) + '\0' +
-                                       join({kLinkFlags.begin(), kLinkFlags.end()}) + '\0' +
-                                       join({kLibs.begin(), kLibs.end()}) + '\0' + host_cpu_id());
-  const fs::path dir = disk_cache::folder("cpu");
-  const fs::path entry = disk_cache::entry_path(dir, key);
-  if (reuse_entry && disk_cache::holds(entry)) {
-    ++compile_stats().cache_hits;
-    return entry.string();
-  }
-
-  // Work files sit next to the entry, so the finished binary is renamed into place, never copied.
-  const std::string stem = (dir / key).string() + "." + disk_cache::unique_suffix();
-  TempFiles temps{{stem + ".c", stem + ".o", stem + ".so.tmp"}};
-  const fs::path &source_file = temps.paths[0], &object = temps.paths[1], &binary = temps.paths[2];
-  ProcessResult compiled = run_compiler(tc, source, source_file, object);
-  if (!built(compiled, object)) {
-    check_compiler_works(tc, dir);
-    throw_error("CPU kernel failed to compile (", tc.command[0], " exited with ", compiled.exit_code, "):\n",
-                compiled.output, "source:\n", numbered_source_head(source));
-  }
-  const std::string linker = find_linker();
-  ProcessResult linked = run_linker(linker, object, binary);
-  if (!built(linked, binary))
-    throw_error("CPU kernel failed to link (", linker, " exited with ", linked.exit_code, "):\n", linked.output);
-  disk_cache::publish(binary, entry);
-  ++compile_stats().compiled;
-  return entry.string();
+  const std::string key = source + '\0' + join(tc.command) + '\0' + tc.version + '\0' +
+                          join({kCompileFlags.begin(), kCompileFlags.end()}) + join(tc.own_flags()) + '\0' +
+                          join({kLinkFlags.begin(), kLinkFlags.end()}) + '\0' +
+                          join({kLibs.begin(), kLibs.end()}) + '\0' + host_cpu_id();
+  return cached_build("cpu", key, !reuse_entry, [&](const std::string& binary) {
+    // The work files sit next to the binary, in the cache folder.
+    TempFiles temps{{binary + ".c", binary + ".o"}};
+    const fs::path &source_file = temps.paths[0], &object = temps.paths[1];
+    ProcessResult compiled = run_compiler(tc, source, source_file, object);
+    if (!built(compiled, object)) {
+      check_compiler_works(tc, object.parent_path());
+      throw_error("CPU kernel failed to compile (", tc.command[0], " exited with ", compiled.exit_code, "):\n",
+                  compiled.output, "source:\n", numbered_source_head(source));
+    }
+    const std::string linker = find_linker();
+    ProcessResult linked = run_linker(linker, object, binary);
+    if (!built(linked, binary))
+      throw_error("CPU kernel failed to link (", linker, " exited with ", linked.exit_code, "):\n", linked.output);
+  });
 }
 
 }  // namespace kiln::runtime

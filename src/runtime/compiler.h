@@ -1,22 +1,12 @@
 #pragma once
-// Turns kernel source into a device binary, and counts how often that actually happened.
+// Turns kernel source into a device binary (kiln::runtime::Compiler, defined in the public
+// interface for devices, kiln/device.h), and counts how often that actually happened.
 #include <atomic>
 #include <cstdint>
-#include <string>
+
+#include "kiln/device.h"
 
 namespace kiln::runtime {
-
-struct Compiler {
-  virtual ~Compiler();
-  // Identifies the toolchain (for logs and cache keys).
-  virtual std::string name() const = 0;
-  // Returns a path or blob identifying the binary, to pass to Device::load.
-  // Throws kiln::Error with the compiler's diagnostics when the source does not compile.
-  virtual std::string compile(const std::string& source) = 0;
-  // Like compile, but never answered from the disk cache: builds `source` again and replaces its
-  // entry. For a cached binary the device could not load.
-  virtual std::string recompile(const std::string& source) = 0;
-};
 
 // `source` with each line prefixed by its number ("   2 | ..."), for compile errors.
 std::string numbered_source(const std::string& source);

@@ -23,7 +23,7 @@ std::filesystem::path folder(const std::string& device);
 // Where the entry for `key` lives in `folder`. The name carries the entry format's version, so
 // entries of another format are never read as damaged ones.
 std::filesystem::path entry_path(const std::filesystem::path& folder, const std::string& key,
-                                 const std::string& extension = ".so");
+                                 const std::string& extension);
 
 // The binary a whole entry holds (without its footer), for devices that load bytes, not files.
 std::string payload(const std::filesystem::path& entry);
