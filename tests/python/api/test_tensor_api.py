@@ -244,6 +244,10 @@ def test_device():
   with pytest.raises(KilnError, match="NOPE"): Device.DEFAULT = "NOPE"
   Device.DEFAULT = "cpu"
   assert Device.DEFAULT == "CPU" and Tensor([1]).to("cpu").device == "CPU"
+  cpu = Device["cpu"]
+  assert cpu.device == "CPU" and Device["CPU:0"].device == "CPU" and cpu.max_threads >= 1 and cpu.language == "C"
+  cpu.synchronize()
+  with pytest.raises(KilnError, match="NOPE"): Device["NOPE"]
 
 def test_context_overrides_settings():
   assert _kiln.getenv_int("KILN_TEST_SETTING", 0) == 0
