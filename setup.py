@@ -22,8 +22,10 @@ class CMakeBuild(build_ext):
     build = Path(os.environ.get("KILN_BUILD_DIR", ROOT / "build" / "pip")).resolve()
     if not (build / "CMakeCache.txt").exists():
       generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+      # the library and the extension only: no tests, examples or benchmarks (nor their dependencies)
       subprocess.run(["cmake", "-S", str(ROOT), "-B", str(build), *generator, "-DCMAKE_BUILD_TYPE=Release",
-                      f"-DPython3_EXECUTABLE={sys.executable}"], check=True)
+                      f"-DPython3_EXECUTABLE={sys.executable}", "-DKILN_BUILD_PYTHON=ON", "-DKILN_BUILD_TESTS=OFF",
+                      "-DKILN_BUILD_EXAMPLES=OFF", "-DKILN_BUILD_BENCH=OFF"], check=True)
     env = {**os.environ, "CMAKE_BUILD_PARALLEL_LEVEL": os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", "2")}
     subprocess.run(["cmake", "--build", str(build), "--target", ext.name], check=True, env=env)
     built = sorted((build / "python").glob(f"{ext.name}.*.so")) + sorted((build / "python").glob(f"{ext.name}.so"))

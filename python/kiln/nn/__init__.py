@@ -40,7 +40,8 @@ class Linear(Layer):
 class PerAxisConv(Layer):
   """A convolution layer whose sizes differ per spatial axis (or whose kernel is not 2-D): the C++
   layer holds its weight, created here in the kernel's shape, and the forward pass is the Tensor op
-  with tinygrad's attributes (kernel_size as a tuple, the other sizes as given)."""
+  with tinygrad's attributes (kernel_size as a tuple, the other sizes as given). Only such layers
+  have a Python kernel_size attribute: the others run the C++ layer."""
   def _per_axis(self, weight_shape: tuple, bias_features: int | None, fan_in: int, **sizes):
     bound = 1 / fan_in ** 0.5  # as the C++ layers: uniform in +-1/sqrt(fan_in)
     self.weight = Tensor.uniform(*weight_shape, low=-bound, high=bound, requires_grad=True)
@@ -58,9 +59,8 @@ class Conv2d(PerAxisConv):
       return
     k = make_tuple(kernel_size, 2)
     super().__init__(_kiln.nn.Conv2d(in_channels, out_channels, 1, 1, 0, bias, 1, groups))
-    self._per_axis((out_channels, in_channels // groups, *k), out_channels if bias else None, in_channels // groups * prod(k),
-                   kernel_size=k,
-                   stride=stride, padding=padding, dilation=dilation)
+    self._per_axis((out_channels, in_channels // groups, *k), out_channels if bias else None,
+                   in_channels // groups * prod(k), kernel_size=k, stride=stride, padding=padding, dilation=dilation)
   def __call__(self, x: Tensor) -> Tensor:
     if "kernel_size" not in self.__dict__: return super().__call__(x)
     return x.conv2d(self.weight, self.bias, self.groups, self.stride, self.dilation, self.padding)
@@ -75,9 +75,9 @@ class ConvTranspose2d(PerAxisConv):
       return
     k = make_tuple(kernel_size, 2)
     super().__init__(_kiln.nn.ConvTranspose2d(in_channels, out_channels, 1, 1, 0, 0, bias, 1, groups))
-    self._per_axis((in_channels, out_channels // groups, *k), out_channels if bias else None, out_channels // groups * prod(k),
-                   kernel_size=k,
-                   stride=stride, padding=padding, output_padding=output_padding, dilation=dilation)
+    self._per_axis((in_channels, out_channels // groups, *k), out_channels if bias else None,
+                   out_channels // groups * prod(k), kernel_size=k, stride=stride, padding=padding,
+                   output_padding=output_padding, dilation=dilation)
   def __call__(self, x: Tensor) -> Tensor:
     if "kernel_size" not in self.__dict__: return super().__call__(x)
     return x.conv_transpose2d(self.weight, self.bias, self.groups, self.stride, self.dilation, self.padding,
