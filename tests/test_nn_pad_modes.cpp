@@ -85,6 +85,13 @@ const std::vector<PadCase> kPadCases = {
 INSTANTIATE_TEST_SUITE_P(Pad, PadModeTest, ::testing::ValuesIn(kPadCases),
                          [](const ::testing::TestParamInfo<PadCase>& i) { return i.param.name; });
 
+TEST(PadModes, ConstantFillKeepsTheDtype) {
+  NdArray x = ref::random_int({2, 3}, 32, -5, 5);
+  Tensor padded = kt::make(x, kiln::dtypes::int32).pad({{1, 0}, {0, 2}}, PadMode::constant, -7);
+  EXPECT_EQ(padded.dtype(), kiln::dtypes::int32);
+  EXPECT_TRUE(kt::matches(padded, pad_ref(x, {{1, 0}, {0, 2}}, PadMode::constant, -7)));
+}
+
 TEST(PadModes, ErrorsAreClear) {
   Tensor x = Tensor::zeros({2, 3});
   EXPECT_THROW(x.pad({{0, 0}, {3, 0}}, PadMode::reflect), kiln::Error);      // reflect needs less than the size

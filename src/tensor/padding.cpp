@@ -60,7 +60,8 @@ Tensor Tensor::pad(const Pairs& padding, PadMode mode, double value) const {
   Tensor x = *this;
   if (mode == PadMode::constant) {
     x = x.pad(grow);
-    if (value != 0 && x.shape() != shape()) x = Tensor::ones(shape(), dtypes::bool_).pad(grow).where(x, value);
+    if (value != 0 && x.shape() != shape())  // the fill in this tensor's dtype, as PyTorch's (ints stay ints)
+      x = Tensor::ones(shape(), dtypes::bool_).pad(grow).where(x, Tensor::full(x.shape(), value, dtype()));
   } else {
     for (size_t axis = 0; axis < padding.size(); axis++) {
       auto [b, a] = grow[axis];

@@ -312,3 +312,10 @@ def test_linear_and_einsum():
   check_op([(3, 5), (5,)], lambda x, w: x * w, lambda x, w: x.linear(w))
   check_op([(3, 5), (5, 4)], lambda a, b: torch.einsum("ij,jk->ik", a, b), lambda a, b: Tensor.einsum("ij,jk->ik", a, b))
   check_op([(2, 3, 5), (2, 5, 4)], lambda a, b: torch.einsum("bij,bjk->bk", a, b), lambda a, b: Tensor.einsum("bij,bjk->bk", [a, b]))
+
+def test_pad_value_keeps_integer_dtype():
+  x = np.arange(6, dtype=np.int32).reshape(2, 3)
+  got = Tensor(x).pad((1, 2, 0, 1), value=-7).numpy()
+  expected = F.pad(torch.tensor(x), (1, 2, 0, 1), value=-7).numpy()
+  assert got.dtype == expected.dtype
+  np.testing.assert_array_equal(got, expected)
