@@ -15,6 +15,8 @@ mkdir -p bench/results
 # Kernels: matmul, sum, elementwise, softmax, conv2d, dispatch and compile overheads.
 ./build/release/bench/kernels bench/results/kernels.txt
 /usr/bin/python3 bench/torch_kernels.py bench/results/kernels.txt
+# The Python package's dispatch overhead against the C++ figures above (kiln's extension, build/release).
+PYTHONPATH=python:build/release/python /usr/bin/python3 bench/python_dispatch.py bench/results/kernels.txt
 
 # Training: one beautiful_mnist Adam step at batch 512, kiln against PyTorch in the same run.
 ./build/release/bench/train_step bench/results/train_step.txt 512

@@ -1,6 +1,7 @@
 // Network ops, part 1: convolution (1-D, 2-D, 3-D; stride, padding, dilation, groups), transposed
-// convolution (stride, padding, output_padding, dilation, groups) and 2-D max/avg pooling (kernel,
-// stride, padding, dilation, ceil_mode, count_include_pad), each against naive float64 loops
+// convolution (stride, padding, output_padding, dilation, groups) and max/avg pooling (kernel,
+// stride, padding, dilation, ceil_mode, count_include_pad), each one size for all spatial axes or
+// one per axis (asymmetric padding too), against naive float64 loops
 // written here from the definitions PyTorch documents, forward (float64 tolerance, rtol 1e-10) and
 // backward (finite differences, see gradcheck.h).
 #include <gtest/gtest.h>
@@ -44,8 +45,19 @@ Shape tail(const Shape& s, size_t from) { return Shape(s.begin() + static_cast<i
 
 // ============================================================================ naive references
 
+using Pairs = std::vector<std::pair<int64_t, int64_t>>;
+
+// One size for every spatial axis, or (when the per-axis vectors are set) one per axis, which the
+// tests pass to the per-axis overloads.
 struct Conv {
   int stride = 1, padding = 0, dilation = 1, groups = 1, output_padding = 0;
+  Shape strides{}, dilations{}, output_paddings{};
+  Pairs pads{};
+  bool per_axis() const { return !strides.empty(); }
+  int64_t s(size_t i) const { return per_axis() ? strides[i] : stride; }
+  int64_t d(size_t i) const { return per_axis() ? dilations[i] : dilation; }
+  int64_t op(size_t i) const { return per_axis() ? output_paddings[i] : output_padding; }
+  std::pair<int64_t, int64_t> pad(size_t i) const { return per_axis() ? pads[i] : std::pair<int64_t, int64_t>{padding, padding}; }
 };
 
 // out[n, o, p...] = b[o] + sum_{c, k...} x[n, g*cin + c, p*s - pad + k*d] w[o, c, k...], g = o / (cout/groups)
@@ -54,7 +66,7 @@ NdArray conv_ref(const NdArray& x, const NdArray& w, const std::optional<NdArray
   const int64_t cout = w.shape[0], cin = w.shape[1], cout_g = cout / c.groups;
   Shape in = tail(x.shape, 2), k = tail(w.shape, 2), out_shape{x.shape[0], cout};
   for (size_t i = 0; i < nk; i++)
-    out_shape.push_back((in[i] + 2 * c.padding - c.dilation * (k[i] - 1) - 1) / c.stride + 1);
+    out_shape.push_back((in[i] + c.pad(i).first + c.pad(i).second - c.d(i) * (k[i] - 1) - 1) / c.s(i) + 1);
   NdArray out(out_shape);
   for_each_index(out_shape, [&](const Index& o) {
     const int64_t g = o[1] / cout_g;
@@ -63,7 +75,7 @@ NdArray conv_ref(const NdArray& x, const NdArray& w, const std::optional<NdArray
       for_each_index(k, [&](const Index& kk) {
         Index xi{o[0], g * cin + ci}, wi{o[1], ci};
         for (size_t i = 0; i < nk; i++) {
-          int64_t pos = o[2 + i] * c.stride - c.padding + kk[i] * c.dilation;
+          int64_t pos = o[2 + i] * c.s(i) - c.pad(i).first + kk[i] * c.d(i);
           if (pos < 0 || pos >= in[i]) return;
           xi.push_back(pos);
           wi.push_back(kk[i]);
@@ -82,7 +94,7 @@ NdArray conv_transpose_ref(const NdArray& x, const NdArray& w, const std::option
   const int64_t cin = w.shape[0], cout_g = w.shape[1], cin_g = cin / c.groups;
   Shape in = tail(x.shape, 2), k = tail(w.shape, 2), out_shape{x.shape[0], cout_g * c.groups};
   for (size_t i = 0; i < nk; i++)
-    out_shape.push_back((in[i] - 1) * c.stride - 2 * c.padding + c.dilation * (k[i] - 1) + c.output_padding + 1);
+    out_shape.push_back((in[i] - 1) * c.s(i) - c.pad(i).first - c.pad(i).second + c.d(i) * (k[i] - 1) + c.op(i) + 1);
   NdArray out(out_shape);
   for_each_index(x.shape, [&](const Index& xi) {
     const int64_t g = xi[1] / cin_g;
@@ -90,7 +102,7 @@ NdArray conv_transpose_ref(const NdArray& x, const NdArray& w, const std::option
       for_each_index(k, [&](const Index& kk) {
         Index oi{xi[0], g * cout_g + oc}, wi{xi[1], oc};
         for (size_t i = 0; i < nk; i++) {
-          int64_t pos = xi[2 + i] * c.stride - c.padding + kk[i] * c.dilation;
+          int64_t pos = xi[2 + i] * c.s(i) - c.pad(i).first + kk[i] * c.d(i);
           if (pos < 0 || pos >= out_shape[2 + i]) return;
           oi.push_back(pos);
           wi.push_back(kk[i]);
@@ -108,28 +120,49 @@ struct Pool {
   std::optional<int> stride;
   int padding = 0, dilation = 1;
   bool ceil_mode = false, count_include_pad = true;
-  int s() const { return stride.value_or(kernel); }
+  Shape kernels{}, strides{}, dilations{};  // per spatial axis when kernels is set (strides empty: the kernel)
+  Pairs pads{};
+  bool per_axis() const { return !kernels.empty(); }
+  size_t dims() const { return per_axis() ? kernels.size() : 2; }
+  int64_t k(size_t i) const { return per_axis() ? kernels[i] : kernel; }
+  int64_t s(size_t i) const { return per_axis() ? (strides.empty() ? kernels[i] : strides[i]) : stride.value_or(kernel); }
+  int64_t d(size_t i) const { return per_axis() ? dilations[i] : dilation; }
+  std::pair<int64_t, int64_t> pad(size_t i) const { return per_axis() ? pads[i] : std::pair<int64_t, int64_t>{padding, padding}; }
 };
 
-// PyTorch's output size: the last window must start inside the input or the left padding.
-int64_t pool_out(int64_t in, const Pool& p) {
-  int64_t num = in + 2 * p.padding - p.dilation * (p.kernel - 1) - 1;
-  int64_t o = (p.ceil_mode ? (num + p.s() - 1) / p.s() : num / p.s()) + 1;
-  if (p.ceil_mode && (o - 1) * p.s() >= in + p.padding) o--;
+// PyTorch's output size: the last window must start inside the input or the front padding.
+int64_t pool_out(int64_t in, const Pool& p, size_t i) {
+  auto [before, after] = p.pad(i);
+  int64_t num = in + before + after - p.d(i) * (p.k(i) - 1) - 1;
+  int64_t o = (p.ceil_mode ? (num + p.s(i) - 1) / p.s(i) : num / p.s(i)) + 1;
+  if (p.ceil_mode && (o - 1) * p.s(i) >= in + before) o--;
   return o;
+}
+
+Shape pool_out_shape(const NdArray& x, const Pool& p) {
+  const size_t lead = x.shape.size() - p.dims();
+  Shape out(x.shape.begin(), x.shape.begin() + static_cast<int64_t>(lead));
+  for (size_t i = 0; i < p.dims(); i++) out.push_back(pool_out(x.shape[lead + i], p, i));
+  return out;
 }
 
 // max over the window positions inside the input (padding never wins)
 NdArray max_pool_ref(const NdArray& x, const Pool& p) {
-  const int64_t h = x.shape[2], w = x.shape[3];
-  NdArray out({x.shape[0], x.shape[1], pool_out(h, p), pool_out(w, p)});
+  const size_t lead = x.shape.size() - p.dims();
+  Shape in = tail(x.shape, lead), window;
+  for (size_t i = 0; i < p.dims(); i++) window.push_back(p.k(i));
+  NdArray out(pool_out_shape(x, p));
   for_each_index(out.shape, [&](const Index& o) {
     double best = -std::numeric_limits<double>::infinity();
-    for (int64_t i = 0; i < p.kernel; i++)
-      for (int64_t j = 0; j < p.kernel; j++) {
-        int64_t y = o[2] * p.s() - p.padding + i * p.dilation, z = o[3] * p.s() - p.padding + j * p.dilation;
-        if (y >= 0 && y < h && z >= 0 && z < w) best = std::max(best, x.at({o[0], o[1], y, z}));
+    for_each_index(window, [&](const Index& kk) {
+      Index xi(o.begin(), o.begin() + static_cast<int64_t>(lead));
+      for (size_t i = 0; i < p.dims(); i++) {
+        int64_t pos = o[lead + i] * p.s(i) - p.pad(i).first + kk[i] * p.d(i);
+        if (pos < 0 || pos >= in[i]) return;
+        xi.push_back(pos);
       }
+      best = std::max(best, x.at(xi));
+    });
     out.at(o) = best;
   });
   return out;
@@ -138,17 +171,25 @@ NdArray max_pool_ref(const NdArray& x, const Pool& p) {
 // PyTorch's avg_pool2d (no dilation): the divisor counts the padding (not the ceil-mode overhang
 // past it) with count_include_pad, else only the input elements.
 NdArray avg_pool_ref(const NdArray& x, const Pool& p) {
-  const int64_t h = x.shape[2], w = x.shape[3];
-  NdArray out({x.shape[0], x.shape[1], pool_out(h, p), pool_out(w, p)});
+  const size_t lead = x.shape.size() - p.dims();
+  Shape in = tail(x.shape, lead);
+  NdArray out(pool_out_shape(x, p));
   for_each_index(out.shape, [&](const Index& o) {
-    int64_t y0 = o[2] * p.s() - p.padding, z0 = o[3] * p.s() - p.padding;
-    int64_t y1 = std::min<int64_t>(y0 + p.kernel, h + p.padding), z1 = std::min<int64_t>(z0 + p.kernel, w + p.padding);
-    double padded_count = static_cast<double>((y1 - y0) * (z1 - z0));
-    y0 = std::max<int64_t>(y0, 0), z0 = std::max<int64_t>(z0, 0), y1 = std::min(y1, h), z1 = std::min(z1, w);
+    Shape lo, extent;  // the window clipped to the input, and its element count with padding
+    double padded_count = 1;
+    for (size_t i = 0; i < p.dims(); i++) {
+      int64_t b = o[lead + i] * p.s(i) - p.pad(i).first, e = std::min(b + p.k(i), in[i] + p.pad(i).second);
+      padded_count *= static_cast<double>(e - b);
+      b = std::max<int64_t>(b, 0), e = std::min(e, in[i]);
+      lo.push_back(b), extent.push_back(e - b);
+    }
     double sum = 0;
-    for (int64_t y = y0; y < y1; y++)
-      for (int64_t z = z0; z < z1; z++) sum += x.at({o[0], o[1], y, z});
-    out.at(o) = sum / (p.count_include_pad ? padded_count : static_cast<double>((y1 - y0) * (z1 - z0)));
+    for_each_index(extent, [&](const Index& kk) {
+      Index xi(o.begin(), o.begin() + static_cast<int64_t>(lead));
+      for (size_t i = 0; i < p.dims(); i++) xi.push_back(lo[i] + kk[i]);
+      sum += x.at(xi);
+    });
+    out.at(o) = sum / (p.count_include_pad ? padded_count : static_cast<double>(ref::numel(extent)));
   });
   return out;
 }
@@ -179,7 +220,25 @@ const std::vector<ConvCase> kConvCases = {
     {"conv1d_dilated_groups", {1, 4, 9}, {2, 2, 3}, false, {.dilation = 3, .groups = 2}},
     {"conv3d", {1, 2, 4, 3, 5}, {2, 2, 2, 2, 3}, true, {.padding = 1}},
     {"conv3d_stride2", {1, 1, 5, 5, 5}, {1, 1, 3, 3, 3}, false, {.stride = 2}},
+    // per axis: sizes differ between the axes, padding is asymmetric or crops
+    {"axes_stride_dilation", {1, 2, 9, 8}, {2, 2, 3, 2}, true, {.strides = {2, 1}, .dilations = {1, 3}, .pads = {{1, 1}, {0, 0}}}},
+    {"axes_asymmetric_pad", {2, 1, 5, 6}, {2, 1, 3, 3}, false, {.strides = {1, 2}, .dilations = {1, 1}, .pads = {{2, 0}, {1, 3}}}},
+    {"axes_crop_groups", {1, 4, 7, 6}, {4, 2, 2, 3}, true,
+     {.groups = 2, .strides = {3, 1}, .dilations = {2, 1}, .pads = {{-1, 0}, {1, -1}}}},
+    {"axes_conv1d", {1, 2, 9}, {3, 2, 3}, false, {.strides = {2}, .dilations = {2}, .pads = {{0, 3}}}},
+    {"axes_conv3d", {1, 1, 5, 4, 6}, {2, 1, 2, 3, 1}, true,
+     {.strides = {1, 2, 3}, .dilations = {2, 1, 1}, .pads = {{0, 1}, {1, 1}, {2, 0}}}},
 };
+
+// The op under test: the per-axis overload when the case has per-axis sizes, else the one-size one.
+Tensor conv(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, const Conv& c) {
+  if (c.per_axis()) return x.conv2d(w, b, c.strides, c.pads, c.dilations, c.groups);
+  return x.conv2d(w, b, c.stride, c.padding, c.dilation, c.groups);
+}
+Tensor conv_transpose(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, const Conv& c) {
+  if (c.per_axis()) return x.conv_transpose2d(w, b, c.strides, c.pads, c.dilations, c.groups, c.output_paddings);
+  return x.conv_transpose2d(w, b, c.stride, c.padding, c.dilation, c.groups, c.output_padding);
+}
 
 class ConvTest : public ::testing::TestWithParam<ConvCase> {};
 
@@ -189,13 +248,11 @@ TEST_P(ConvTest, ForwardMatchesNaiveLoops) {
   std::optional<NdArray> b;
   std::optional<Tensor> bt;
   if (p.bias) b = ref::random({p.w[0]}, 3), bt = f64(*b);
-  Tensor out = f64(x).conv2d(f64(w), bt, p.c.stride, p.c.padding, p.c.dilation, p.c.groups);
-  EXPECT_TRUE(kt::matches(out, conv_ref(x, w, b, p.c), kF64));
+  EXPECT_TRUE(kt::matches(conv(f64(x), f64(w), bt, p.c), conv_ref(x, w, b, p.c), kF64));
   // float32 agrees too, within float32's tolerance
   std::optional<Tensor> bt32;
   if (b) bt32 = kt::make(*b);
-  EXPECT_TRUE(kt::matches(kt::make(x).conv2d(kt::make(w), bt32, p.c.stride, p.c.padding, p.c.dilation, p.c.groups),
-                          conv_ref(x, w, b, p.c)));
+  EXPECT_TRUE(kt::matches(conv(kt::make(x), kt::make(w), bt32, p.c), conv_ref(x, w, b, p.c)));
 }
 
 TEST_P(ConvTest, GradientsMatchFiniteDifferences) {
@@ -206,7 +263,7 @@ TEST_P(ConvTest, GradientsMatchFiniteDifferences) {
   EXPECT_TRUE(gc::check(
       [c](const Ts& v) {
         std::optional<Tensor> b = v.size() > 2 ? std::optional<Tensor>(v[2]) : std::nullopt;
-        return v[0].conv2d(v[1], b, c.stride, c.padding, c.dilation, c.groups);
+        return conv(v[0], v[1], b, c);
       },
       in, kSampled));
 }
@@ -222,6 +279,10 @@ const std::vector<ConvCase> kConvTransposeCases = {
     {"groups2_wide", {2, 2, 2, 3}, {2, 3, 3, 2}, false, {.padding = 1, .groups = 2}},
     {"dilation2", {1, 1, 3, 3}, {1, 2, 3, 3}, false, {.stride = 2, .padding = 1, .dilation = 2}},
     {"transpose1d", {1, 2, 5}, {2, 3, 3}, true, {.stride = 3, .padding = 1}},
+    {"axes_stride_pad", {1, 2, 3, 4}, {2, 3, 3, 2}, true,
+     {.strides = {2, 3}, .dilations = {1, 2}, .output_paddings = {1, 0}, .pads = {{1, 0}, {0, 1}}}},
+    {"axes_groups", {1, 4, 3, 3}, {4, 1, 2, 3}, false,
+     {.groups = 2, .strides = {1, 2}, .dilations = {2, 1}, .output_paddings = {0, 1}, .pads = {{0, 0}, {1, 1}}}},
 };
 
 class ConvTransposeTest : public ::testing::TestWithParam<ConvCase> {};
@@ -232,9 +293,7 @@ TEST_P(ConvTransposeTest, ForwardMatchesNaiveLoops) {
   std::optional<NdArray> b;
   std::optional<Tensor> bt;
   if (p.bias) b = ref::random({p.w[1] * p.c.groups}, 9), bt = f64(*b);
-  const Conv& c = p.c;
-  Tensor out = f64(x).conv_transpose2d(f64(w), bt, c.stride, c.padding, c.dilation, c.groups, c.output_padding);
-  EXPECT_TRUE(kt::matches(out, conv_transpose_ref(x, w, b, c), kF64));
+  EXPECT_TRUE(kt::matches(conv_transpose(f64(x), f64(w), bt, p.c), conv_transpose_ref(x, w, b, p.c), kF64));
 }
 
 TEST_P(ConvTransposeTest, GradientsMatchFiniteDifferences) {
@@ -245,7 +304,7 @@ TEST_P(ConvTransposeTest, GradientsMatchFiniteDifferences) {
   EXPECT_TRUE(gc::check(
       [c](const Ts& v) {
         std::optional<Tensor> b = v.size() > 2 ? std::optional<Tensor>(v[2]) : std::nullopt;
-        return v[0].conv_transpose2d(v[1], b, c.stride, c.padding, c.dilation, c.groups, c.output_padding);
+        return conv_transpose(v[0], v[1], b, c);
       },
       in, kSampled));
 }
@@ -281,6 +340,12 @@ const std::vector<PoolCase> kMaxPoolCases = {
     {"k2_ceil_odd", {1, 2, 5, 7}, {.kernel = 2, .ceil_mode = true}},
     {"k3_s2_p1_ceil", {1, 1, 6, 7}, {.kernel = 3, .stride = 2, .padding = 1, .ceil_mode = true}},
     {"k2_s3_ceil_d2", {1, 1, 8, 7}, {.kernel = 2, .stride = 3, .dilation = 2, .ceil_mode = true}},
+    {"axes_k3x2", {1, 2, 7, 6}, {.kernels = {3, 2}, .dilations = {1, 1}, .pads = {{0, 0}, {0, 0}}}},
+    {"axes_s_d_asym_pad", {1, 1, 8, 7},
+     {.kernels = {3, 2}, .strides = {1, 2}, .dilations = {2, 1}, .pads = {{1, 2}, {0, 1}}}},
+    {"axes_ceil", {2, 1, 8, 9}, {.ceil_mode = true, .kernels = {2, 3}, .strides = {3, 2}, .dilations = {1, 2}, .pads = {{1, 0}, {1, 1}}}},
+    {"axes_1d", {1, 2, 9}, {.kernels = {3}, .strides = {2}, .dilations = {1}, .pads = {{1, 1}}}},
+    {"axes_3d", {1, 1, 4, 5, 6}, {.kernels = {2, 3, 2}, .strides = {2, 1, 3}, .dilations = {1, 1, 2}, .pads = {{0, 0}, {1, 1}, {0, 1}}}},
 };
 
 const std::vector<PoolCase> kAvgPoolCases = {
@@ -296,10 +361,20 @@ const std::vector<PoolCase> kAvgPoolCases = {
     {"k3_s2_p1_ceil_exclude",
      {1, 1, 6, 7},
      {.kernel = 3, .stride = 2, .padding = 1, .ceil_mode = true, .count_include_pad = false}},
+    {"axes_k3x2", {1, 2, 7, 6}, {.kernels = {3, 2}, .dilations = {1, 1}, .pads = {{0, 0}, {0, 0}}}},
+    {"axes_asym_pad_include", {1, 1, 7, 8}, {.kernels = {3, 2}, .strides = {2, 1}, .dilations = {1, 1}, .pads = {{1, 0}, {0, 1}}}},
+    {"axes_asym_pad_exclude", {1, 1, 7, 8},
+     {.count_include_pad = false, .kernels = {3, 2}, .strides = {2, 1}, .dilations = {1, 1}, .pads = {{1, 0}, {0, 1}}}},
+    {"axes_ceil_include", {1, 1, 7, 8}, {.ceil_mode = true, .kernels = {2, 3}, .strides = {2, 2}, .dilations = {1, 1}, .pads = {{1, 1}, {0, 0}}}},
+    {"axes_3d", {1, 2, 4, 5, 3}, {.kernels = {2, 3, 1}, .strides = {2, 1, 1}, .dilations = {1, 1, 1}, .pads = {{0, 0}, {1, 1}, {0, 0}}}},
 };
 
-Tensor max_pool(const Tensor& x, const Pool& p) { return x.max_pool2d(p.kernel, p.stride, p.padding, p.dilation, p.ceil_mode); }
+Tensor max_pool(const Tensor& x, const Pool& p) {
+  if (p.per_axis()) return x.max_pool2d(p.kernels, p.strides, p.pads, p.dilations, p.ceil_mode);
+  return x.max_pool2d(p.kernel, p.stride, p.padding, p.dilation, p.ceil_mode);
+}
 Tensor avg_pool(const Tensor& x, const Pool& p) {
+  if (p.per_axis()) return x.avg_pool2d(p.kernels, p.strides, p.pads, p.dilations, p.ceil_mode, p.count_include_pad);
   return x.avg_pool2d(p.kernel, p.stride, p.padding, p.dilation, p.ceil_mode, p.count_include_pad);
 }
 
@@ -320,6 +395,18 @@ TEST_P(AvgPoolTest, ForwardAndGradient) {
   EXPECT_TRUE(kt::matches(avg_pool(f64(x), c.p), avg_pool_ref(x, c.p), kF64));
   Pool p = c.p;
   EXPECT_TRUE(gc::check([p](const Ts& v) { return avg_pool(v[0], p); }, {x}, kSampled));
+}
+
+TEST(Pool, PerAxisArgumentErrorsAreClear) {
+  Tensor x = Tensor::zeros({1, 1, 6, 6});
+  EXPECT_THROW(x.max_pool2d(Shape{2, 2}, Shape{1, 1, 1}), kiln::Error);                     // one stride too many
+  EXPECT_THROW(x.avg_pool2d(Shape{2, 2}, {}, Pairs{{1, 1}}), kiln::Error);                  // padding for one axis
+  EXPECT_THROW(x.max_pool2d(Shape{}), kiln::Error);                                         // no kernel
+  EXPECT_THROW(x.max_pool2d(Shape{2, 2, 2, 2, 2}), kiln::Error);                            // more axes than the input
+  EXPECT_THROW(x.conv2d(Tensor::zeros({1, 1, 3, 3}), {}, Shape{1}), kiln::Error);           // stride for one axis
+  EXPECT_THROW(x.conv_transpose2d(Tensor::zeros({1, 1, 3, 3}), {}, Shape{1, 1}, Pairs{{0, 0}, {0, 0}}, Shape{1, 1}, 1,
+                                  Shape{0}),
+               kiln::Error);  // output_padding for one axis
 }
 
 INSTANTIATE_TEST_SUITE_P(MaxPool2d, MaxPoolTest, ::testing::ValuesIn(kMaxPoolCases), pool_name);

@@ -339,6 +339,31 @@ TEST(Losses, NllLoss) {
   }
 }
 
+// Class weights and the three reductions: per item -w[t] x[t] (0 when ignored); the mean divides by
+// the weights that count, as PyTorch's.
+TEST(Losses, NllLossWeightAndReductions) {
+  NdArray x = log_probs(ref::random({2, 4, 3}, 26, -2, 2)), w({4}, {0.5, 2.0, 1.0, 0.25});
+  NdArray target({2, 3}, {2, 0, 3, 1, 3, 3});
+  const int64_t ignore = 3;
+  NdArray per_item({2, 3});
+  double total = 0, weight = 0;
+  for (int64_t f = 0; f < target.size(); f++) {
+    if (target.data[f] == static_cast<double>(ignore)) continue;
+    Index idx = ref::unravel(f, target.shape);
+    const auto cls = static_cast<int64_t>(target.data[f]);
+    per_item.data[f] = -w.data[cls] * x.at({idx[0], cls, idx[1]});
+    total += per_item.data[f];
+    weight += w.data[cls];
+  }
+  using kiln::Reduction;
+  Tensor t = i32(target), wt = f64(w);
+  EXPECT_TRUE(kt::matches(f64(x).nll_loss(t, ignore, Reduction::none, wt), per_item, kF64));
+  EXPECT_TRUE(kt::matches(f64(x).nll_loss(t, ignore, Reduction::sum, wt), NdArray({}, total), kF64));
+  EXPECT_TRUE(kt::matches(f64(x).nll_loss(t, ignore, Reduction::mean, wt), NdArray({}, total / weight), kF64));
+  EXPECT_TRUE(gc::check([=](const Ts& v) { return v[0].nll_loss(t, ignore, Reduction::mean, wt); }, {x}));
+  EXPECT_THROW(f64(x).nll_loss(t, ignore, Reduction::mean, f64(NdArray({3}))), kiln::Error);  // a weight per class
+}
+
 TEST(Losses, BinaryCrossentropy) {
   NdArray p = ref::random({3, 4}, 23, 0.05, 0.95), y = ref::random({3, 4}, 24, 0, 1), z = ref::random({3, 4}, 25, -4, 4);
   double bce = 0, bce_logits = 0;
@@ -353,6 +378,18 @@ TEST(Losses, BinaryCrossentropy) {
   EXPECT_TRUE(gc::check([yt](const Ts& v) { return v[0].binary_crossentropy(yt); }, {p}));
   EXPECT_TRUE(gc::check([yt](const Ts& v) { return v[0].binary_crossentropy_logits(yt); }, {z}));
   EXPECT_TRUE(gc::check([](const Ts& v) { return v[0].binary_crossentropy_logits(v[1]); }, {z, y}));  // wrt targets too
+  // reductions, and pos_weight (per column) scaling the positive term: -(pw y log s + (1-y) log(1-s))
+  NdArray pw({4}, {0.5, 3.0, 1.0, 2.0}), per_item({3, 4});
+  double weighted = 0;
+  for (int64_t i = 0; i < z.size(); i++) {
+    double s = sigmoid(z.data[i]);
+    per_item.data[i] = -(pw.data[i % 4] * y.data[i] * std::log(s) + (1 - y.data[i]) * std::log(1 - s));
+    weighted += per_item.data[i];
+  }
+  using kiln::Reduction;
+  EXPECT_TRUE(kt::matches(f64(z).binary_crossentropy_logits(yt, Reduction::none, f64(pw)), per_item, kF64));
+  EXPECT_TRUE(kt::matches(f64(z).binary_crossentropy_logits(yt, Reduction::sum, f64(pw)), NdArray({}, weighted), kF64));
+  EXPECT_TRUE(kt::matches(f64(p).binary_crossentropy(yt, Reduction::sum), NdArray({}, bce), kF64));
   // large logits stay finite
   NdArray big({2}, {-300, 300}), by({2}, {1, 0});
   EXPECT_TRUE(kt::matches(f64(big).binary_crossentropy_logits(f64(by)), NdArray({}, 300), kF64));

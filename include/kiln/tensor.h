@@ -31,6 +31,13 @@ concept Axis = std::integral<T> && !std::same_as<T, bool>;
 template <class T>
 DType dtype_of();
 
+// How a loss combines its per-element values: kept as they are, averaged, or summed.
+enum class Reduction { none, mean, sum };
+
+// Tensor::pad's fill: a constant, the edge mirrored without repeating it (reflect), the edge
+// element repeated (replicate), or the other end wrapped around (circular).
+enum class PadMode { constant, reflect, replicate, circular };
+
 class Tensor {
  public:
   // ---- creation
@@ -164,6 +171,8 @@ class Tensor {
   Tensor permute(std::vector<int> order) const;
   Tensor expand(Shape shape) const;   // -1 keeps a dimension
   Tensor pad(std::vector<std::pair<int64_t, int64_t>> padding) const;  // (before, after) per axis, zeros
+  // tinygrad's pad(mode=, value=): negative amounts crop (circular: not supported)
+  Tensor pad(const Pairs& padding, PadMode mode, double value = 0) const;
   Tensor shrink(std::vector<std::pair<int64_t, int64_t>> bounds) const; // [begin, end) per axis
   Tensor flip(std::vector<int> axes) const;
   Tensor transpose(int a = 0, int b = 1) const;
@@ -206,6 +215,18 @@ class Tensor {
                     bool ceil_mode = false) const;
   Tensor avg_pool2d(int kernel = 2, std::optional<int> stride = {}, int padding = 0, int dilation = 1,
                     bool ceil_mode = false, bool count_include_pad = true) const;
+  // Per spatial axis: one stride / dilation / kernel size per axis, (before, after) padding per axis
+  // (negative crops). Empty stride, padding, dilation or output_padding mean 1, 0, 1, 0 everywhere,
+  // a pool's empty stride its kernel. The pools take any number of spatial axes (kernel.size()).
+  Tensor conv2d(const Tensor& weight, std::optional<Tensor> bias, const Shape& stride, const Pairs& padding = {},
+                const Shape& dilation = {}, int groups = 1) const;
+  Tensor conv_transpose2d(const Tensor& weight, std::optional<Tensor> bias, const Shape& stride,
+                          const Pairs& padding = {}, const Shape& dilation = {}, int groups = 1,
+                          const Shape& output_padding = {}) const;
+  Tensor max_pool2d(const Shape& kernel, const Shape& stride = {}, const Pairs& padding = {}, const Shape& dilation = {},
+                    bool ceil_mode = false) const;
+  Tensor avg_pool2d(const Shape& kernel, const Shape& stride = {}, const Pairs& padding = {}, const Shape& dilation = {},
+                    bool ceil_mode = false, bool count_include_pad = true) const;
   // Sliding windows over the last k.size() axes: (..., out...) + k (tinygrad's _pool)
   Tensor pool(const Shape& kernel, const Shape& stride, const Shape& dilation) const;
   Tensor batchnorm(const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, const Tensor& mean,
@@ -226,13 +247,18 @@ class Tensor {
   Tensor scaled_dot_product_attention(const Tensor& key, const Tensor& value,
                                       std::optional<Tensor> attn_mask = {}, bool is_causal = false) const;
 
-  // ---- losses (this: logits or probabilities; mean over the batch)
-  Tensor sparse_categorical_crossentropy(const Tensor& labels, int64_t ignore_index = -1,
-                                         double label_smoothing = 0) const;
-  Tensor cross_entropy(const Tensor& target, double label_smoothing = 0) const;  // target: class indices or probabilities
-  Tensor nll_loss(const Tensor& target, int64_t ignore_index = -100) const;      // this: log-probabilities
-  Tensor binary_crossentropy(const Tensor& target) const;                       // this: probabilities
-  Tensor binary_crossentropy_logits(const Tensor& target) const;
+  // ---- losses (this: logits or probabilities), tinygrad's semantics; `reduction` as PyTorch's
+  // (mean over the items that count: ignored labels are left out, weights divide)
+  Tensor sparse_categorical_crossentropy(const Tensor& labels, int64_t ignore_index = -1, double label_smoothing = 0,
+                                         Reduction reduction = Reduction::mean) const;
+  Tensor cross_entropy(const Tensor& target, double label_smoothing = 0,
+                       Reduction reduction = Reduction::mean) const;  // target: class indices or probabilities
+  // this: log-probabilities; weight: one per class
+  Tensor nll_loss(const Tensor& target, int64_t ignore_index = -100, Reduction reduction = Reduction::mean,
+                  std::optional<Tensor> weight = {}) const;
+  Tensor binary_crossentropy(const Tensor& target, Reduction reduction = Reduction::mean) const;  // this: probabilities
+  Tensor binary_crossentropy_logits(const Tensor& target, Reduction reduction = Reduction::mean,
+                                    std::optional<Tensor> pos_weight = {}) const;
 
   // ---- autograd
   static bool training;  // dropout and batch statistics on

@@ -14,8 +14,8 @@ using PyTensor = py::class_<Tensor>;
 void bind_dtype(py::module_& m);
 void bind_uop(py::module_& m);                       // read-only IR views: UOp, ScheduleItem
 void bind_tensor(py::module_& m, PyTensor& tensor);  // creation, properties, data, autograd
-void bind_tensor_ops(PyTensor& tensor);              // elementwise, reduce, movement, indexing
-void bind_tensor_nn_ops(PyTensor& tensor);           // conv, pooling, normalization, activations, losses
+void bind_tensor_ops(py::module_& m, PyTensor& tensor);     // elementwise, reduce, movement, indexing
+void bind_tensor_nn_ops(py::module_& m, PyTensor& tensor);  // conv, pooling, normalization, activations, losses
 void bind_nn(py::module_& m);                        // layers and optimizers
 void bind_state(py::module_& m);                     // safetensors and datasets
 void bind_runtime(py::module_& m);                   // counters, devices, settings

@@ -12,8 +12,8 @@ PYBIND11_MODULE(_kiln, m) {
   bind_uop(m);
   PyTensor tensor(m, "Tensor");
   bind_tensor(m, tensor);
-  bind_tensor_ops(tensor);
-  bind_tensor_nn_ops(tensor);
+  bind_tensor_ops(m, tensor);
+  bind_tensor_nn_ops(m, tensor);
   bind_nn(m);
   bind_state(m);
   bind_runtime(m);

@@ -37,6 +37,17 @@ void bind_runtime(py::module_& m) {
 
   m.def("default_device", &engine::default_device);
   m.def("device_names", &runtime::device_names);
+  // A registered device (Device["CPU"]): created on first use and alive for the whole process, so
+  // Python holds plain references.
+  py::class_<runtime::Device>(m, "CompiledDevice")
+      .def_property_readonly("device", &runtime::Device::name)
+      .def_property_readonly("max_threads", &runtime::Device::max_threads)
+      .def_property_readonly("vector_bytes", &runtime::Device::vector_bytes)
+      .def_property_readonly("language", &runtime::Device::language)
+      .def("synchronize", &runtime::Device::synchronize)
+      .def("__repr__", [](const runtime::Device& d) { return "<Device " + d.name() + ">"; });
+  m.def("get_device", &runtime::get_device, py::return_value_policy::reference,
+        "the device called `name` (case-insensitive, \":N\" ignored); unknown names are an error");
   m.def("canonical_device", [](const std::string& name) { return runtime::get_device(name).name(); },
         "the registered device's canonical name (\"cpu:0\" -> \"CPU\"); unknown names are an error");
 

@@ -61,6 +61,8 @@ void bind_tensor(py::module_& m, PyTensor& tensor) {
       .def_property_readonly("ndim", &Tensor::ndim)
       // ---- execution and data
       .def_static("realize_all", py::overload_cast<const std::vector<Tensor>&>(&Tensor::realize))
+      // one tensor without building a list, and returning nothing: the cheapest call for the hot path
+      .def("realize", [](Tensor& t) { t.realize(); })
       .def("numpy", &to_numpy)
       .def("contiguous", &Tensor::contiguous)
       .def("cast", &Tensor::cast)

@@ -5,11 +5,25 @@
 
 namespace kiln::python {
 
-void bind_tensor_nn_ops(PyTensor& t) {
-  t.def("conv2d", &Tensor::conv2d)
-      .def("conv_transpose2d", &Tensor::conv_transpose2d)
-      .def("max_pool2d", &Tensor::max_pool2d)
-      .def("avg_pool2d", &Tensor::avg_pool2d)
+void bind_tensor_nn_ops(py::module_& m, PyTensor& t) {
+  using Opt = std::optional<Tensor>;
+  // the per-axis overloads (lists), then the one-size ones (ints)
+  t.def("conv2d", static_cast<Tensor (Tensor::*)(const Tensor&, Opt, const Shape&, const Pairs&, const Shape&, int)
+                                   const>(&Tensor::conv2d))
+      .def("conv2d", static_cast<Tensor (Tensor::*)(const Tensor&, Opt, int, int, int, int) const>(&Tensor::conv2d))
+      .def("conv_transpose2d",
+           static_cast<Tensor (Tensor::*)(const Tensor&, Opt, const Shape&, const Pairs&, const Shape&, int,
+                                          const Shape&) const>(&Tensor::conv_transpose2d))
+      .def("conv_transpose2d", static_cast<Tensor (Tensor::*)(const Tensor&, Opt, int, int, int, int, int) const>(
+                                   &Tensor::conv_transpose2d))
+      .def("max_pool2d", static_cast<Tensor (Tensor::*)(const Shape&, const Shape&, const Pairs&, const Shape&, bool)
+                                       const>(&Tensor::max_pool2d))
+      .def("max_pool2d",
+           static_cast<Tensor (Tensor::*)(int, std::optional<int>, int, int, bool) const>(&Tensor::max_pool2d))
+      .def("avg_pool2d", static_cast<Tensor (Tensor::*)(const Shape&, const Shape&, const Pairs&, const Shape&, bool,
+                                                        bool) const>(&Tensor::avg_pool2d))
+      .def("avg_pool2d",
+           static_cast<Tensor (Tensor::*)(int, std::optional<int>, int, int, bool, bool) const>(&Tensor::avg_pool2d))
       .def("batchnorm", &Tensor::batchnorm)
       .def("layernorm", &Tensor::layernorm)
       .def("dropout", &Tensor::dropout)
@@ -29,7 +43,11 @@ void bind_tensor_nn_ops(PyTensor& t) {
       .def("leaky_relu", &Tensor::leaky_relu)
       .def("hardtanh", &Tensor::hardtanh);
 
-  // losses (mean over the batch)
+  // losses
+  py::enum_<Reduction>(m, "Reduction")
+      .value("none", Reduction::none)
+      .value("mean", Reduction::mean)
+      .value("sum", Reduction::sum);
   t.def("sparse_categorical_crossentropy", &Tensor::sparse_categorical_crossentropy)
       .def("cross_entropy", &Tensor::cross_entropy)
       .def("nll_loss", &Tensor::nll_loss)

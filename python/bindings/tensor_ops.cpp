@@ -7,7 +7,12 @@
 
 namespace kiln::python {
 
-void bind_tensor_ops(PyTensor& t) {
+void bind_tensor_ops(py::module_& m, PyTensor& t) {
+  py::enum_<PadMode>(m, "PadMode")
+      .value("constant", PadMode::constant)
+      .value("reflect", PadMode::reflect)
+      .value("replicate", PadMode::replicate)
+      .value("circular", PadMode::circular);
   using Binary = Tensor (Tensor::*)(const Tensor&) const;
   // ---- elementwise
   t.def("add", &Tensor::add)
@@ -79,7 +84,8 @@ void bind_tensor_ops(PyTensor& t) {
   t.def("reshape", &Tensor::reshape)
       .def("permute", &Tensor::permute)
       .def("expand", &Tensor::expand)
-      .def("pad", &Tensor::pad)
+      .def("pad", static_cast<Tensor (Tensor::*)(Pairs) const>(&Tensor::pad))
+      .def("pad", static_cast<Tensor (Tensor::*)(const Pairs&, PadMode, double) const>(&Tensor::pad))
       .def("shrink", &Tensor::shrink)
       .def("flip", &Tensor::flip)
       .def("transpose", &Tensor::transpose)

@@ -38,6 +38,26 @@ def argfix(*x) -> tuple:
 
 def make_tuple(x: int | tuple, cnt: int) -> tuple: return (x,) * cnt if isinstance(x, int) else tuple(x)
 
+def pairs_from_flat(flat) -> list[tuple[int, int]]:
+  """PyTorch's flat padding, last axis first ((left, right, top, bottom, ...)), as (before, after)
+  per axis in axis order."""
+  if len(flat) % 2: raise ValueError(f"flat padding needs an even number of values, got {tuple(flat)}")
+  return list(zip(flat[-2::-2], flat[::-2]))
+
+def per_axis(x: int | tuple, dims: int, what: str) -> list[int]:
+  """A window size given once or per spatial axis, as one per axis."""
+  sizes = make_tuple(x, dims)
+  if len(sizes) != dims: raise ValueError(f"{what}={x} needs one value or {dims} (one per spatial axis)")
+  return list(sizes)
+
+def pool_pads(padding: int | tuple, dims: int) -> list[tuple[int, int]]:
+  """tinygrad's conv/pool padding as (before, after) per spatial axis: an int for all sides, one per
+  axis (both sides), or 2*dims flat as PyTorch's pad ((left, right, top, bottom) in 2-D)."""
+  if isinstance(padding, int): return [(padding, padding)] * dims
+  if len(padding) == dims: return [(p, p) for p in padding]
+  if len(padding) == 2 * dims: return pairs_from_flat(padding)
+  raise ValueError(f"padding={padding} needs an int or a sequence of {dims} or {2 * dims} values")
+
 def colored(st: str, color: str | None, background=False) -> str:
   colors = ["black", "red", "green", "yellow", "blue", "magenta", "cyan", "white"]
   return f"\u001b[{10 * background + 60 * (color.upper() == color) + 30 + colors.index(color.lower())}m{st}\u001b[0m" \

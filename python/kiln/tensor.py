@@ -132,7 +132,8 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, NNMixin, metaclass=_T
 
   def realize(self, *lst: Tensor) -> Tensor:
     """Runs the kernels these tensors need (one schedule for all of them)."""
-    _kiln.Tensor.realize_all([self._t] + [t._t for t in lst])
+    if lst: _kiln.Tensor.realize_all([self._t] + [t._t for t in lst])
+    else: self._t.realize()
     return self
   def schedule(self) -> list:
     """The kernels realize() would run now, in order: ScheduleItems (name, ast, buffers; str() prints

@@ -14,28 +14,25 @@ namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Pads (or, for negative amounts, shrinks) the last pads.size() axes, filling with `value`.
+// Pads (or, for negative amounts, crops) the last pads.size() axes, filling with `value`.
 Tensor pad_spatial(const Tensor& x, const Pairs& pads, double value = 0) {
-  const size_t lead = x.shape().size() - pads.size();
-  Pairs grow(x.shape().size(), {0, 0}), cut;
-  bool any_cut = false;
-  for (size_t i = 0; i < x.shape().size(); i++) cut.push_back({0, x.shape()[i]});
-  for (size_t i = 0; i < pads.size(); i++) {
-    auto [b, a] = pads[i];
-    grow[lead + i] = {std::max<int64_t>(b, 0), std::max<int64_t>(a, 0)};
-    cut[lead + i] = {std::max<int64_t>(-b, 0), x.shape()[lead + i] - std::max<int64_t>(-a, 0)};
-    any_cut |= b < 0 || a < 0;
-  }
-  Tensor s = any_cut ? x.shrink(cut) : x;
-  Tensor padded = s.pad(grow);
-  if (value == 0 || padded.shape() == s.shape()) return padded;
-  Tensor inside = Tensor::ones(s.shape(), dtypes::bool_).pad(grow);
-  return inside.where(padded, value);
+  Pairs all(x.shape().size() - pads.size(), {0, 0});
+  all.insert(all.end(), pads.begin(), pads.end());
+  return x.pad(all, PadMode::constant, value);
 }
 
 Shape spatial(const Shape& s, size_t k) { return Shape(s.end() - static_cast<int64_t>(k), s.end()); }
 
 Pairs symmetric(int64_t p, size_t dims) { return Pairs(dims, {p, p}); }
+
+// A per-axis argument: `fallback` on every axis when empty, else exactly one entry per spatial axis.
+template <class T>
+std::vector<T> per_axis(const std::vector<T>& given, size_t nk, T fallback, const char* op, const char* what) {
+  if (given.empty()) return std::vector<T>(nk, fallback);
+  if (given.size() != nk)
+    throw_error(op, ": expected ", what, " for each of the ", nk, " spatial axes, got ", given.size(), " values");
+  return given;
+}
 
 // Extra padding after each axis so the last window that starts inside the input is kept.
 Pairs ceil_mode_pads(const Shape& in, const Pairs& pads, const Shape& k, const Shape& s, const Shape& d) {
@@ -255,11 +252,27 @@ Tensor conv(const Tensor& x_in, const Tensor& w, const std::optional<Tensor>& bi
 Tensor Tensor::conv2d(const Tensor& weight, std::optional<Tensor> bias, int stride, int padding, int dilation,
                       int groups) const {
   const size_t nk = weight.ndim() >= 2 ? static_cast<size_t>(weight.ndim() - 2) : 0;
-  return conv(*this, weight, bias, Shape(nk, stride), Shape(nk, dilation), symmetric(padding, nk), groups);
+  return conv2d(weight, bias, Shape(nk, stride), symmetric(padding, nk), Shape(nk, dilation), groups);
+}
+
+Tensor Tensor::conv2d(const Tensor& weight, std::optional<Tensor> bias, const Shape& stride, const Pairs& padding,
+                      const Shape& dilation, int groups) const {
+  const size_t nk = weight.ndim() >= 2 ? static_cast<size_t>(weight.ndim() - 2) : 0;
+  return conv(*this, weight, bias, per_axis(stride, nk, int64_t{1}, "conv2d", "a stride"),
+              per_axis(dilation, nk, int64_t{1}, "conv2d", "a dilation"),
+              per_axis(padding, nk, {int64_t{0}, int64_t{0}}, "conv2d", "(before, after) padding"), groups);
 }
 
 Tensor Tensor::conv_transpose2d(const Tensor& weight, std::optional<Tensor> bias, int stride, int padding,
                                 int dilation, int groups, int output_padding) const {
+  const size_t nk = weight.ndim() >= 2 ? static_cast<size_t>(weight.ndim() - 2) : 0;
+  return conv_transpose2d(weight, bias, Shape(nk, stride), symmetric(padding, nk), Shape(nk, dilation), groups,
+                          Shape(nk, output_padding));
+}
+
+Tensor Tensor::conv_transpose2d(const Tensor& weight, std::optional<Tensor> bias, const Shape& stride,
+                                const Pairs& padding, const Shape& dilation, int groups,
+                                const Shape& output_padding) const {
   if (weight.ndim() < 3 || weight.ndim() != ndim())
     throw_error("conv_transpose2d: expected input and weight of equal rank >= 3, got ", shape_to_string(shape()),
                 " and ", shape_to_string(weight.shape()));
@@ -268,33 +281,78 @@ Tensor Tensor::conv_transpose2d(const Tensor& weight, std::optional<Tensor> bias
   if (groups < 1 || cin % groups != 0 || shape()[1] != cin)
     throw_error("conv_transpose2d: input ", shape_to_string(shape()), " and weight ", shape_to_string(weight.shape()),
                 " disagree on input channels (groups=", groups, ")");
+  const char* op = "conv_transpose2d";
+  Shape s = per_axis(stride, nk, int64_t{1}, op, "a stride"), d = per_axis(dilation, nk, int64_t{1}, op, "a dilation");
+  Shape out_pad = per_axis(output_padding, nk, int64_t{0}, op, "an output_padding");
+  Pairs p = per_axis(padding, nk, {int64_t{0}, int64_t{0}}, op, "(before, after) padding");
   Shape k = spatial(weight.shape(), nk);
-  Tensor x = dilate_spatial(*this, Shape(nk, stride));
+  Tensor x = dilate_spatial(*this, s);
   Pairs pads;
   for (size_t i = 0; i < nk; i++)
-    pads.push_back({(k[i] - 1) * dilation - padding, (k[i] - 1) * dilation - padding + output_padding});
-  return conv(x, transposed_weight(weight, groups), bias, Shape(nk, 1), Shape(nk, dilation), pads, groups);
+    pads.push_back({(k[i] - 1) * d[i] - p[i].first, (k[i] - 1) * d[i] - p[i].second + out_pad[i]});
+  return conv(x, transposed_weight(weight, groups), bias, Shape(nk, 1), d, pads, groups);
 }
 
+namespace {
+
+// A pool's window arguments, resolved per spatial axis (the last kernel.size() axes of `x`).
+struct Window {
+  Shape k, s, d;
+  Pairs pads;
+  Window(const Tensor& x, const Shape& kernel, const Shape& stride, const Pairs& padding, const Shape& dilation,
+         const char* op)
+      : k(kernel),
+        s(per_axis(stride, kernel.size(), int64_t{0}, op, "a stride")),
+        d(per_axis(dilation, kernel.size(), int64_t{1}, op, "a dilation")),
+        pads(per_axis(padding, kernel.size(), {int64_t{0}, int64_t{0}}, op, "(before, after) padding")) {
+    if (kernel.empty() || kernel.size() > static_cast<size_t>(x.ndim()))
+      throw_error(op, ": expected 1 to ", x.ndim(), " kernel sizes for input ", shape_to_string(x.shape()), ", got ",
+                  kernel.size());
+    if (stride.empty()) s = k;
+  }
+  std::vector<int> axes() const {
+    std::vector<int> r;
+    for (size_t i = 0; i < k.size(); i++) r.push_back(-1 - static_cast<int>(i));
+    return r;
+  }
+};
+
+}  // namespace
+
 Tensor Tensor::max_pool2d(int kernel, std::optional<int> stride, int padding, int dilation, bool ceil_mode) const {
-  Shape k(2, kernel), s(2, stride.value_or(kernel)), d(2, dilation);
-  Pairs pads = symmetric(padding, 2);
-  if (ceil_mode) pads = ceil_mode_pads(spatial(shape(), 2), pads, k, s, d);
-  return pad_spatial(*this, pads, dtype().is_float() ? -INFINITY : dtype().min_value()).pool(k, s, d).max({-2, -1});
+  return max_pool2d(Shape(2, kernel), Shape(2, stride.value_or(kernel)), symmetric(padding, 2), Shape(2, dilation),
+                    ceil_mode);
+}
+
+Tensor Tensor::max_pool2d(const Shape& kernel, const Shape& stride, const Pairs& padding, const Shape& dilation,
+                          bool ceil_mode) const {
+  Window w(*this, kernel, stride, padding, dilation, "max_pool2d");
+  Pairs pads = ceil_mode ? ceil_mode_pads(spatial(shape(), w.k.size()), w.pads, w.k, w.s, w.d) : w.pads;
+  return pad_spatial(*this, pads, dtype().is_float() ? -INFINITY : dtype().min_value()).pool(w.k, w.s, w.d).max(w.axes());
 }
 
 Tensor Tensor::avg_pool2d(int kernel, std::optional<int> stride, int padding, int dilation, bool ceil_mode,
                           bool count_include_pad) const {
-  Shape k(2, kernel), s(2, stride.value_or(kernel)), d(2, dilation);
-  Pairs reg = symmetric(padding, 2);
-  Pairs pads = ceil_mode ? ceil_mode_pads(spatial(shape(), 2), reg, k, s, d) : reg;
-  Tensor sum = pad_spatial(*this, pads).pool(k, s, d).sum({-2, -1});
-  if (!count_include_pad) return sum / pad_spatial(ones_like(), pads).pool(k, s, d).sum({-2, -1});
-  if (!ceil_mode) return sum / static_cast<double>(kernel * kernel);
+  return avg_pool2d(Shape(2, kernel), Shape(2, stride.value_or(kernel)), symmetric(padding, 2), Shape(2, dilation),
+                    ceil_mode, count_include_pad);
+}
+
+Tensor Tensor::avg_pool2d(const Shape& kernel, const Shape& stride, const Pairs& padding, const Shape& dilation,
+                          bool ceil_mode, bool count_include_pad) const {
+  Window w(*this, kernel, stride, padding, dilation, "avg_pool2d");
+  const Pairs& reg = w.pads;
+  Pairs pads = ceil_mode ? ceil_mode_pads(spatial(shape(), w.k.size()), reg, w.k, w.s, w.d) : reg;
+  Tensor sum = pad_spatial(*this, pads).pool(w.k, w.s, w.d).sum(w.axes());
+  if (!count_include_pad) return sum / pad_spatial(ones_like(), pads).pool(w.k, w.s, w.d).sum(w.axes());
+  if (!ceil_mode) {
+    int64_t window = 1;
+    for (int64_t v : w.k) window *= v;
+    return sum / static_cast<double>(window);
+  }
   // ceil_mode counts the regular padding but not the extra windows' overhang
   Pairs extra;
-  for (size_t i = 0; i < 2; i++) extra.push_back({0, pads[i].second - reg[i].second});
-  return sum / pad_spatial(pad_spatial(ones_like(), reg, 1), extra).pool(k, s, d).sum({-2, -1});
+  for (size_t i = 0; i < w.k.size(); i++) extra.push_back({0, pads[i].second - reg[i].second});
+  return sum / pad_spatial(pad_spatial(ones_like(), reg, 1), extra).pool(w.k, w.s, w.d).sum(w.axes());
 }
 
 }  // namespace kiln

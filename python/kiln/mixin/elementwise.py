@@ -27,7 +27,7 @@ class ElementwiseMixin(TensorBase):
     return _scalar(x, self.dtype if own else None)
 
   def _binop(self, op: str, x, reverse: bool = False):
-    a, b = self._t, self._operand(x)
+    a, b = self._t, x._t if isinstance(x, TensorBase) else self._operand(x)  # tensors first: the hot path
     return self._wrap(getattr(b, op)(a) if reverse else getattr(a, op)(b))
 
   # ***** binary *****

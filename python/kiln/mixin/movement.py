@@ -2,7 +2,7 @@
 lists come as *args or one sequence, as tinygrad's (`reshape(2, 3)` or `reshape((2, 3))`)."""
 from __future__ import annotations
 from kiln._core import _kiln
-from kiln.helpers import argfix
+from kiln.helpers import argfix, pairs_from_flat
 from kiln.mixin.base import TensorBase
 
 class MovementMixin(TensorBase):
@@ -36,23 +36,19 @@ class MovementMixin(TensorBase):
     return self._wrap(self._t.shrink([(0, s) if a is None else tuple(a) for a, s in zip(arg, self.shape)]))
 
   def pad(self, padding, mode: str = "constant", value: float = 0.0):
-    """Pads with `value`. `padding` is per axis ((before, after) or None) or flat as PyTorch's
-    (last axis first: (left, right, top, bottom, ...)); negative amounts cut instead."""
-    if mode != "constant": raise NotImplementedError(f"pad: mode={mode!r} is not supported yet (only 'constant')")
+    """Pads each axis: with `value` (mode 'constant'), its mirror image without the edge ('reflect'),
+    the edge repeated ('replicate') or the other end ('circular'). `padding` is per axis ((before,
+    after) or None) or flat as PyTorch's (last axis first: (left, right, top, bottom, ...));
+    negative amounts crop."""
+    if mode not in _kiln.PadMode.__members__:
+      raise ValueError(f"pad: mode={mode!r}: expected 'constant', 'reflect', 'replicate' or 'circular'")
     if all(isinstance(p, int) for p in padding):
-      if len(padding) % 2: raise ValueError(f"pad: flat padding needs an even number of values, got {padding}")
-      flat = tuple(padding) + (0, 0) * (self.ndim - len(padding) // 2)
-      pairs = list(zip(flat[-2::-2], flat[::-2]))
+      pairs = pairs_from_flat(padding)
+      if len(pairs) > self.ndim: raise ValueError(f"pad: padding {tuple(padding)} is for more than {self.ndim} dims")
+      pairs = [(0, 0)] * (self.ndim - len(pairs)) + pairs
     else: pairs = [(0, 0) if p is None else tuple(p) for p in padding]
     if len(pairs) != self.ndim: raise ValueError(f"pad: padding {padding} does not fit {self.ndim} dims")
-    x = self
-    if any(b < 0 or a < 0 for b, a in pairs):
-      x = x.shrink([(max(-b, 0), s - max(-a, 0)) for (b, a), s in zip(pairs, self.shape)])
-      pairs = [(max(b, 0), max(a, 0)) for b, a in pairs]
-    out = x._wrap(x._t.pad(pairs))
-    if value == 0: return out
-    inside = x._wrap(x.ones_like()._t.pad(pairs))  # 1 where the data is, 0 in the padding
-    return out + inside.where(0, value)
+    return self._wrap(self._t.pad(pairs, _kiln.PadMode.__members__[mode], value))
 
   # ***** combining and splitting *****
   # Tensor.cat(a, b), a.cat(b) and Tensor.cat([a, b]) all work, as tinygrad's

@@ -1,19 +1,15 @@
 """Neural-network ops: convolution, pooling, normalization, activations, attention and losses.
-kiln's C++ ops take one int for kernel sizes, strides, padding and dilation; tinygrad's tuples are
-accepted when all their entries are equal."""
+Window arguments (kernel size, stride, dilation, padding) are an int or one value per spatial axis
+as tinygrad's; padding may also be 2*dims values, flat as PyTorch's pad."""
 from __future__ import annotations
 import functools
-from kiln.helpers import make_tuple
+from kiln._core import _kiln
+from kiln.helpers import make_tuple, per_axis, pool_pads
 from kiln.mixin.base import TensorBase, raw
 
-def _one(x, what: str) -> int:
-  """A size that may be given per spatial axis; kiln's ops take the same size for all of them."""
-  if isinstance(x, int): return x
-  if len(set(x)) != 1: raise NotImplementedError(f"{what}={tuple(x)}: different sizes per axis are not supported yet")
-  return x[0]
-
-def _mean_only(reduction: str, what: str):
-  if reduction != "mean": raise NotImplementedError(f"{what}: reduction={reduction!r} is not supported yet (only 'mean')")
+def _reduction(reduction: str):
+  try: return _kiln.Reduction.__members__[reduction]
+  except KeyError: raise ValueError(f"reduction={reduction!r}: expected 'mean', 'sum' or 'none'") from None
 
 class NNMixin(TensorBase):
   __slots__ = ()
@@ -21,18 +17,25 @@ class NNMixin(TensorBase):
   def conv2d(self, weight, bias=None, groups=1, stride=1, dilation=1, padding=0, dtype=None):
     """NCHW input, (out, in/groups, kH, kW) weight; also 1-D and 3-D (any spatial rank)."""
     x = self if dtype is None else self.cast(dtype)
-    return self._wrap(x._t.conv2d(weight._t, raw(bias), _one(stride, "stride"), _one(padding, "padding"),
-                                  _one(dilation, "dilation"), groups))
+    dims = max(weight.ndim - 2, 0)
+    return self._wrap(x._t.conv2d(weight._t, raw(bias), per_axis(stride, dims, "stride"), pool_pads(padding, dims),
+                                  per_axis(dilation, dims, "dilation"), groups))
   def conv_transpose2d(self, weight, bias=None, groups=1, stride=1, dilation=1, padding=0, output_padding=0):
-    return self._wrap(self._t.conv_transpose2d(weight._t, raw(bias), _one(stride, "stride"), _one(padding, "padding"),
-                                               _one(dilation, "dilation"), groups, _one(output_padding, "output_padding")))
+    dims = max(weight.ndim - 2, 0)
+    return self._wrap(self._t.conv_transpose2d(weight._t, raw(bias), per_axis(stride, dims, "stride"),
+                                               pool_pads(padding, dims), per_axis(dilation, dims, "dilation"), groups,
+                                               per_axis(output_padding, dims, "output_padding")))
+  def _window(self, kernel_size, stride, dilation, padding):
+    """A pool's kernel, stride, padding and dilation per spatial axis (as many axes as kernel sizes)."""
+    k = make_tuple(kernel_size, 2)
+    return (list(k), per_axis(k if stride is None else stride, len(k), "stride"), pool_pads(padding, len(k)),
+            per_axis(dilation, len(k), "dilation"))
   def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode=False, return_indices=False):
     if return_indices: raise NotImplementedError("max_pool2d: return_indices is not supported yet")
-    return self._wrap(self._t.max_pool2d(_one(kernel_size, "kernel_size"), None if stride is None else _one(stride, "stride"),
-                                         _one(padding, "padding"), _one(dilation, "dilation"), ceil_mode))
+    return self._wrap(self._t.max_pool2d(*self._window(kernel_size, stride, dilation, padding), ceil_mode))
   def avg_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode=False, count_include_pad=True):
-    return self._wrap(self._t.avg_pool2d(_one(kernel_size, "kernel_size"), None if stride is None else _one(stride, "stride"),
-                                         _one(padding, "padding"), _one(dilation, "dilation"), ceil_mode, count_include_pad))
+    return self._wrap(self._t.avg_pool2d(*self._window(kernel_size, stride, dilation, padding), ceil_mode,
+                                         count_include_pad))
 
   def batchnorm(self, weight, bias, mean, invstd, axis: int | tuple[int, ...] = 1):
     """(self - mean) * invstd * weight + bias, with the statistics along `axis`."""
@@ -63,25 +66,19 @@ class NNMixin(TensorBase):
   def leaky_relu(self, neg_slope: float = 0.01): return self._wrap(self._t.leaky_relu(neg_slope))
   def hardtanh(self, min_val: float = -1, max_val: float = 1): return self._wrap(self._t.hardtanh(min_val, max_val))
 
-  # ***** losses (mean over the batch) *****
+  # ***** losses: reduction='mean' (over the items that count), 'sum' or 'none' *****
   def sparse_categorical_crossentropy(self, Y, ignore_index: int = -1, label_smoothing: float = 0.0, reduction: str = "mean"):
     """self: logits (N, C); Y: class indices (N,), entries equal to ignore_index left out."""
-    _mean_only(reduction, "sparse_categorical_crossentropy")
-    return self._wrap(self._t.sparse_categorical_crossentropy(Y._t, ignore_index, label_smoothing))
+    return self._wrap(self._t.sparse_categorical_crossentropy(Y._t, ignore_index, label_smoothing, _reduction(reduction)))
   def cross_entropy(self, Y, reduction: str = "mean", label_smoothing: float = 0.0):
     """self: logits; Y: class indices or probabilities."""
-    _mean_only(reduction, "cross_entropy")
-    return self._wrap(self._t.cross_entropy(Y._t, label_smoothing))
+    return self._wrap(self._t.cross_entropy(Y._t, label_smoothing, _reduction(reduction)))
   def nll_loss(self, Y, weight=None, ignore_index: int | None = None, reduction: str = "mean"):
-    """self: log-probabilities."""
-    _mean_only(reduction, "nll_loss")
-    if weight is not None: raise NotImplementedError("nll_loss: weight is not supported yet")
-    return self._wrap(self._t.nll_loss(Y._t, -100 if ignore_index is None else ignore_index))
+    """self: log-probabilities; weight: one per class."""
+    return self._wrap(self._t.nll_loss(Y._t, -100 if ignore_index is None else ignore_index, _reduction(reduction),
+                                       raw(weight)))
   def binary_crossentropy(self, Y, reduction: str = "mean"):
     """self: probabilities."""
-    _mean_only(reduction, "binary_crossentropy")
-    return self._wrap(self._t.binary_crossentropy(Y._t))
+    return self._wrap(self._t.binary_crossentropy(Y._t, _reduction(reduction)))
   def binary_crossentropy_logits(self, Y, reduction: str = "mean", pos_weight=None):
-    _mean_only(reduction, "binary_crossentropy_logits")
-    if pos_weight is not None: raise NotImplementedError("binary_crossentropy_logits: pos_weight is not supported yet")
-    return self._wrap(self._t.binary_crossentropy_logits(Y._t))
+    return self._wrap(self._t.binary_crossentropy_logits(Y._t, _reduction(reduction), raw(pos_weight)))

@@ -4,12 +4,13 @@ read and assigned as attributes (`layer.weight`), and belong to the C++ layer, s
 see one tensor."""
 from __future__ import annotations
 from kiln._core import _kiln
+from kiln.helpers import make_tuple, prod
 from kiln.tensor import Tensor
 
-def _one(x, what: str) -> int:
-  if isinstance(x, int): return x
-  if len(set(x)) != 1: raise NotImplementedError(f"{what}={tuple(x)}: different sizes per axis are not supported yet")
-  return x[0]
+def _one_size(kernel_size, *sizes) -> bool:
+  """Whether a conv layer's sizes are one int for every axis of a 2-D kernel: the C++ layer's form."""
+  k = make_tuple(kernel_size, 2)
+  return len(k) == 2 and k[0] == k[1] and all(isinstance(s, int) for s in sizes)
 
 def layer_tensor(t: _kiln.Tensor) -> Tensor:
   """A layer's tensor: a parameter, or state that is explicitly not one (running statistics), so
@@ -36,19 +37,51 @@ class Linear(Layer):
   def __init__(self, in_features: int, out_features: int, bias: bool = True):
     super().__init__(_kiln.nn.Linear(in_features, out_features, bias))
 
-class Conv2d(Layer):
-  """NCHW convolution; weight (out_channels, in_channels/groups, k, k)."""
+class PerAxisConv(Layer):
+  """A convolution layer whose sizes differ per spatial axis (or whose kernel is not 2-D): the C++
+  layer holds its weight, created here in the kernel's shape, and the forward pass is the Tensor op
+  with tinygrad's attributes (kernel_size as a tuple, the other sizes as given). Only such layers
+  have a Python kernel_size attribute: the others run the C++ layer."""
+  def _per_axis(self, weight_shape: tuple, bias_features: int | None, fan_in: int, **sizes):
+    bound = 1 / fan_in ** 0.5  # as the C++ layers: uniform in +-1/sqrt(fan_in)
+    self.weight = Tensor.uniform(*weight_shape, low=-bound, high=bound, requires_grad=True)
+    if bias_features: self.bias = Tensor.uniform(bias_features, low=-bound, high=bound, requires_grad=True)
+    for name, value in sizes.items(): object.__setattr__(self, name, value)
+
+class Conv2d(PerAxisConv):
+  """NCHW convolution; weight (out_channels, in_channels/groups, *kernel_size). Sizes are an int or
+  one per spatial axis; padding may also be flat, (left, right, top, bottom)."""
   def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1, groups=1,
                bias: bool = True):
-    super().__init__(_kiln.nn.Conv2d(in_channels, out_channels, _one(kernel_size, "kernel_size"), _one(stride, "stride"),
-                                     _one(padding, "padding"), bias, _one(dilation, "dilation"), groups))
+    if _one_size(kernel_size, stride, padding, dilation):
+      super().__init__(_kiln.nn.Conv2d(in_channels, out_channels, make_tuple(kernel_size, 2)[0], stride, padding, bias,
+                                       dilation, groups))
+      return
+    k = make_tuple(kernel_size, 2)
+    super().__init__(_kiln.nn.Conv2d(in_channels, out_channels, 1, 1, 0, bias, 1, groups))
+    self._per_axis((out_channels, in_channels // groups, *k), out_channels if bias else None,
+                   in_channels // groups * prod(k), kernel_size=k, stride=stride, padding=padding, dilation=dilation)
+  def __call__(self, x: Tensor) -> Tensor:
+    if "kernel_size" not in self.__dict__: return super().__call__(x)
+    return x.conv2d(self.weight, self.bias, self.groups, self.stride, self.dilation, self.padding)
 
-class ConvTranspose2d(Layer):
+class ConvTranspose2d(PerAxisConv):
+  """Weight (in_channels, out_channels/groups, *kernel_size); sizes as Conv2d's."""
   def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0, dilation=1,
                groups=1, bias: bool = True):
-    super().__init__(_kiln.nn.ConvTranspose2d(in_channels, out_channels, _one(kernel_size, "kernel_size"),
-                                              _one(stride, "stride"), _one(padding, "padding"),
-                                              _one(output_padding, "output_padding"), bias, _one(dilation, "dilation"), groups))
+    if _one_size(kernel_size, stride, padding, output_padding, dilation):
+      super().__init__(_kiln.nn.ConvTranspose2d(in_channels, out_channels, make_tuple(kernel_size, 2)[0], stride, padding,
+                                                output_padding, bias, dilation, groups))
+      return
+    k = make_tuple(kernel_size, 2)
+    super().__init__(_kiln.nn.ConvTranspose2d(in_channels, out_channels, 1, 1, 0, 0, bias, 1, groups))
+    self._per_axis((in_channels, out_channels // groups, *k), out_channels if bias else None,
+                   out_channels // groups * prod(k), kernel_size=k, stride=stride, padding=padding,
+                   output_padding=output_padding, dilation=dilation)
+  def __call__(self, x: Tensor) -> Tensor:
+    if "kernel_size" not in self.__dict__: return super().__call__(x)
+    return x.conv_transpose2d(self.weight, self.bias, self.groups, self.stride, self.dilation, self.padding,
+                              self.output_padding)
 
 class BatchNorm(Layer):
   """Normalizes axis 1 of (N, C, ...): batch statistics while Tensor.training (updating the running

@@ -16,8 +16,8 @@ def _own_buffers(params: list[Tensor]):
   gradient), and equal graphs realized together share a buffer. tinygrad makes such tensors unique."""
   seen = set()
   for p in params:
-    node = p.uop.src[0] if p.uop.op == "RESHAPE" else p.uop
-    if node.op != "BUFFER" or node in seen: p.assign(Tensor(p.numpy(), dtype=p.dtype))  # a copy in a new buffer
+    node = p.uop.src[0] if p.uop.op == _kiln.Ops.RESHAPE else p.uop
+    if node.op != _kiln.Ops.BUFFER or node in seen: p.assign(Tensor(p.numpy(), dtype=p.dtype))  # a copy in a new buffer
     else: seen.add(node)
 
 class Optimizer:

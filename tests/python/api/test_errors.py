@@ -50,9 +50,11 @@ def test_python_argument_errors():
   with pytest.raises(ValueError, match="step cannot be zero"): x[::0]
   with pytest.raises(TypeError): x + "a"
   with pytest.raises(TypeError): Tensor.randint(3, high=2.5)
-  with pytest.raises(NotImplementedError, match="different sizes per axis"): Tensor.ones(1, 1, 4, 4).max_pool2d((2, 3))
-  with pytest.raises(NotImplementedError, match="reflect"): x.pad((1, 1), mode="reflect")
-  with pytest.raises(NotImplementedError, match="reduction"): x.sparse_categorical_crossentropy(Tensor([0, 1]), reduction="sum")
+  with pytest.raises(ValueError, match="one per spatial axis"): Tensor.ones(1, 1, 4, 4).max_pool2d((2, 3), stride=(1, 1, 1))
+  with pytest.raises(ValueError, match="padding"): Tensor.ones(1, 1, 4, 4).avg_pool2d(2, padding=(1, 1, 1))
+  with pytest.raises(ValueError, match="mode='mirror'"): x.pad((1, 1), mode="mirror")
+  with pytest.raises(KilnError, match="less than the size"): x.pad((3, 3), mode="reflect")
+  with pytest.raises(ValueError, match="reduction='avg'"): x.sparse_categorical_crossentropy(Tensor([0, 1]), reduction="avg")
   with pytest.raises(RuntimeError, match="at least one"): x.clip()
 
 def test_engine_still_works_after_errors():

@@ -51,6 +51,19 @@ def test_conv_layers():
   check_layer(nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1),
               torch.nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1), (2, 4, 5, 4), rtol=1e-4, atol=1e-5)
 
+def test_conv_layers_per_axis():
+  conv = nn.Conv2d(4, 6, (3, 2), stride=(2, 1), padding=(1, 0), dilation=(1, 2), groups=2)
+  assert conv.kernel_size == (3, 2) and conv.stride == (2, 1) and conv.weight.shape == (6, 2, 3, 2)
+  assert np.abs(conv.weight.numpy()).max() <= 1 / np.sqrt(2 * 3 * 2) and conv.weight.requires_grad
+  check_layer(conv, torch.nn.Conv2d(4, 6, (3, 2), stride=(2, 1), padding=(1, 0), dilation=(1, 2), groups=2), (2, 4, 7, 8),
+              rtol=1e-4, atol=1e-5)
+  assert set(get_state_dict(conv)) == {"weight", "bias"}
+  check_layer(nn.Conv2d(2, 3, (3,), padding=1, bias=False), torch.nn.Conv1d(2, 3, 3, padding=1, bias=False), (2, 2, 9),
+              rtol=1e-4, atol=1e-5)
+  check_layer(nn.ConvTranspose2d(4, 6, (2, 3), stride=(2, 1), padding=(0, 1), output_padding=(1, 0)),
+              torch.nn.ConvTranspose2d(4, 6, (2, 3), stride=(2, 1), padding=(0, 1), output_padding=(1, 0)), (2, 4, 5, 4),
+              rtol=1e-4, atol=1e-5)
+
 def test_batchnorm_training_and_eval():
   bn, bn_t = nn.BatchNorm2d(3), torch.nn.BatchNorm2d(3)
   assert nn.BatchNorm2d is nn.BatchNorm

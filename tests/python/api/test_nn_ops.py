@@ -6,6 +6,7 @@ import pytest
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
 from kiln import Tensor  # noqa: E402
+from kiln.helpers import make_tuple  # noqa: E402
 from reference import check_op  # noqa: E402
 
 # sums over channels and windows: float32 rounding grows with the number of terms
@@ -24,6 +25,50 @@ def test_conv2d_tuple_arguments_and_no_bias():
 def test_conv1d_and_conv3d():
   check_op([(2, 3, 11), (4, 3, 3)], lambda x, w: F.conv1d(x, w, padding=1), lambda x, w: x.conv2d(w, padding=1), **CONV_TOL)
   check_op([(1, 2, 4, 5, 3), (2, 2, 2, 2, 2)], lambda x, w: F.conv3d(x, w), lambda x, w: x.conv2d(w), **CONV_TOL)
+
+# per spatial axis: sizes that differ between the axes; a 4-tuple padding is flat, (left, right, top, bottom)
+@pytest.mark.parametrize("stride,padding,dilation", [((2, 1), (1, 0), (1, 2)), ((1, 3), (0, 2, 1, 0), (2, 1)),
+                                                     (1, (2, 1, 0, 1), 1)])
+def test_conv2d_per_axis(stride, padding, dilation):
+  def torch_fn(x, w, b):
+    if len(make_tuple(padding, 2)) == 4: x, pad = F.pad(x, padding), 0
+    else: pad = padding
+    return F.conv2d(x, w, b, stride=stride, padding=pad, dilation=dilation, groups=2)
+  check_op([(2, 4, 9, 8), (6, 2, 3, 2), (6,)], torch_fn,
+           lambda x, w, b: x.conv2d(w, b, groups=2, stride=stride, dilation=dilation, padding=padding), **CONV_TOL)
+
+def test_conv1d_and_conv3d_per_axis():
+  check_op([(1, 2, 5, 6, 7), (3, 2, 2, 3, 1)], lambda x, w: F.conv3d(x, w, stride=(1, 2, 3), padding=(1, 0, 2), dilation=(2, 1, 1)),
+           lambda x, w: x.conv2d(w, stride=(1, 2, 3), padding=(1, 0, 2), dilation=(2, 1, 1)), **CONV_TOL)
+  check_op([(2, 3, 11), (4, 3, 3)], lambda x, w: F.conv1d(x, w, stride=(2,), padding=(1,)),
+           lambda x, w: x.conv2d(w, stride=(2,), padding=(1,)), **CONV_TOL)
+
+def test_conv_transpose2d_per_axis():
+  check_op([(2, 4, 5, 4), (4, 3, 3, 2), (6,)],
+           lambda x, w, b: F.conv_transpose2d(x, w, b, stride=(2, 3), padding=(1, 0), output_padding=(1, 2), groups=2,
+                                              dilation=(1, 2)),
+           lambda x, w, b: x.conv_transpose2d(w, b, groups=2, stride=(2, 3), padding=(1, 0), output_padding=(1, 2),
+                                              dilation=(1, 2)), **CONV_TOL)
+
+@pytest.mark.parametrize("kernel,stride,padding,dilation,ceil_mode", [((3, 2), None, 0, 1, False), ((3, 2), (1, 2), (1, 0), (1, 2), False),
+                                                                      ((2, 3), (2, 1), (1, 1), 1, True), ((3, 3), (2, 3), (0, 1), (2, 1), True)])
+def test_max_pool2d_per_axis(kernel, stride, padding, dilation, ceil_mode):
+  check_op([(2, 3, 9, 8)], lambda x: F.max_pool2d(x, kernel, stride, padding, dilation=dilation, ceil_mode=ceil_mode),
+           lambda x: x.max_pool2d(kernel, stride, dilation, padding, ceil_mode))
+
+@pytest.mark.parametrize("kernel,stride,padding,ceil_mode,count_include_pad", [((3, 2), None, 0, False, True),
+                                                                               ((3, 2), (2, 1), (1, 0), False, False),
+                                                                               ((2, 3), (1, 2), (1, 1), True, True)])
+def test_avg_pool2d_per_axis(kernel, stride, padding, ceil_mode, count_include_pad):
+  check_op([(2, 3, 7, 8)], lambda x: F.avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad),
+           lambda x: x.avg_pool2d(kernel, stride, 1, padding, ceil_mode, count_include_pad))
+
+def test_pool_flat_padding_is_left_right_top_bottom():
+  # PyTorch pools pad symmetrically: pad explicitly (-inf for max, zeros counted for avg) and pool
+  check_op([(1, 2, 6, 7)], lambda x: F.max_pool2d(F.pad(x, (1, 0, 2, 1), value=float("-inf")), (3, 2), (2, 2)),
+           lambda x: x.max_pool2d((3, 2), (2, 2), padding=(1, 0, 2, 1)))
+  check_op([(1, 2, 6, 7)], lambda x: F.avg_pool2d(F.pad(x, (0, 1, 1, 0)), (2, 3)),
+           lambda x: x.avg_pool2d((2, 3), padding=(0, 1, 1, 0)))
 
 @pytest.mark.parametrize("stride,padding,output_padding,groups", [(1, 0, 0, 1), (2, 1, 1, 1), (3, 0, 2, 2)])
 def test_conv_transpose2d(stride, padding, output_padding, groups):
@@ -83,6 +128,41 @@ def test_losses():
   check_op([(4, 3), (4, 3)], lambda x, y: F.binary_cross_entropy(x, y), lambda x, y: x.binary_crossentropy(y), low=0.05, high=0.95)
   check_op([(4, 3), (4, 3)], lambda x, y: F.binary_cross_entropy_with_logits(x, y.sigmoid()),
            lambda x, y: x.binary_crossentropy_logits(y.sigmoid()))
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_loss_reductions(reduction):
+  labels = np.array([2, 0, 4, 1, 4], dtype=np.int32)
+  y = torch.tensor(labels).long()
+  check_op([(5, 6)], lambda x: F.cross_entropy(x, y, reduction=reduction, label_smoothing=0.1),
+           lambda x: x.sparse_categorical_crossentropy(Tensor(labels), label_smoothing=0.1, reduction=reduction))
+  check_op([(5, 6)], lambda x: F.cross_entropy(x, y, ignore_index=4, reduction=reduction),
+           lambda x: x.sparse_categorical_crossentropy(Tensor(labels), ignore_index=4, reduction=reduction))
+  check_op([(5, 6)], lambda x: F.cross_entropy(x, y, reduction=reduction, label_smoothing=0.3),
+           lambda x: x.cross_entropy(Tensor(labels), reduction=reduction, label_smoothing=0.3))
+  check_op([(5, 6), (5, 6)], lambda x, p: F.cross_entropy(x, p.softmax(-1), reduction=reduction),
+           lambda x, p: x.cross_entropy(p.softmax(-1), reduction=reduction))
+  check_op([(5, 6)], lambda x: F.nll_loss(x.log_softmax(-1), y, reduction=reduction),
+           lambda x: x.log_softmax(-1).nll_loss(Tensor(labels), reduction=reduction))
+  check_op([(4, 3), (4, 3)], lambda x, t: F.binary_cross_entropy(x, t, reduction=reduction),
+           lambda x, t: x.binary_crossentropy(t, reduction=reduction), low=0.05, high=0.95)
+  check_op([(4, 3), (4, 3)], lambda x, t: F.binary_cross_entropy_with_logits(x, t.sigmoid(), reduction=reduction),
+           lambda x, t: x.binary_crossentropy_logits(t.sigmoid(), reduction=reduction))
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_nll_loss_weight_and_ignore_index(reduction):
+  labels = np.array([[2, 0, 3], [1, 3, 3]], dtype=np.int32)  # (N, d1): input (N, C, d1)
+  weight = np.array([0.5, 2.0, 1.0, 0.25], dtype=np.float32)
+  y, w = torch.tensor(labels).long(), torch.tensor(weight)
+  check_op([(2, 4, 3)], lambda x: F.nll_loss(x.log_softmax(1), y, weight=w, ignore_index=3, reduction=reduction),
+           lambda x: x.log_softmax(1).nll_loss(Tensor(labels), Tensor(weight), ignore_index=3, reduction=reduction))
+  check_op([(2, 4, 3)], lambda x: F.nll_loss(x.log_softmax(1), y, weight=w, reduction=reduction),
+           lambda x: x.log_softmax(1).nll_loss(Tensor(labels), Tensor(weight), reduction=reduction))
+
+def test_binary_crossentropy_logits_pos_weight():
+  pos_weight = np.array([0.5, 3.0, 1.5], dtype=np.float32)
+  check_op([(4, 3), (4, 3)],
+           lambda x, t: F.binary_cross_entropy_with_logits(x, t.sigmoid(), pos_weight=torch.tensor(pos_weight)),
+           lambda x, t: x.binary_crossentropy_logits(t.sigmoid(), pos_weight=Tensor(pos_weight)))
 
 def test_dropout_only_while_training():
   x = Tensor.ones(1000)

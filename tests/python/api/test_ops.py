@@ -221,6 +221,18 @@ MOVEMENT = {
   "pad_grouped": ((2, 3, 4), lambda x: F.pad(x, (1, 2, 0, 1)), lambda x: x.pad((None, (0, 1), (1, 2)))),
   "pad_value": ((3, 4), lambda x: F.pad(x, (1, 1, 2, 0), value=-1.5), lambda x: x.pad(((2, 0), (1, 1)), value=-1.5)),
   "pad_negative": ((3, 4), lambda x: F.pad(x, (-1, 2)), lambda x: x.pad((-1, 2))),
+  # PyTorch pads the last 1-3 axes of 2-5-D inputs in these modes
+  "pad_reflect": ((2, 5, 4), lambda x: F.pad(x, (3, 1), mode="reflect"), lambda x: x.pad((3, 1), mode="reflect")),
+  "pad_reflect_2d": ((1, 2, 4, 5), lambda x: F.pad(x, (1, 4, 3, 2), mode="reflect"),
+                     lambda x: x.pad((None, None, (3, 2), (1, 4)), mode="reflect")),
+  "pad_replicate": ((1, 2, 3, 4), lambda x: F.pad(x, (2, 0, 1, 5), mode="replicate"),
+                    lambda x: x.pad((2, 0, 1, 5), mode="replicate")),
+  "pad_replicate_3d": ((1, 1, 2, 3, 2), lambda x: F.pad(x, (1, 1, 0, 2, 3, 1), mode="replicate"),
+                       lambda x: x.pad((1, 1, 0, 2, 3, 1), mode="replicate")),
+  "pad_circular": ((1, 2, 3, 4), lambda x: F.pad(x, (4, 2, 3, 1), mode="circular"),
+                   lambda x: x.pad((4, 2, 3, 1), mode="circular")),
+  "pad_reflect_crop": ((1, 3, 6), lambda x: F.pad(x, (-2, 3), mode="reflect"), lambda x: x.pad((-2, 3), mode="reflect")),
+  "pad_replicate_crop": ((1, 3, 6), lambda x: F.pad(x, (4, -1), mode="replicate"), lambda x: x.pad((4, -1), mode="replicate")),
   "shrink": ((3, 4), lambda x: x[1:3, 0:2], lambda x: x.shrink(((1, 3), (0, 2)))),
   "shrink_none": ((3, 4), lambda x: x[:, 1:], lambda x: x.shrink((None, (1, 4)))),
   "repeat": ((2, 3), lambda x: x.repeat(2, 1, 3), None),
@@ -300,3 +312,10 @@ def test_linear_and_einsum():
   check_op([(3, 5), (5,)], lambda x, w: x * w, lambda x, w: x.linear(w))
   check_op([(3, 5), (5, 4)], lambda a, b: torch.einsum("ij,jk->ik", a, b), lambda a, b: Tensor.einsum("ij,jk->ik", a, b))
   check_op([(2, 3, 5), (2, 5, 4)], lambda a, b: torch.einsum("bij,bjk->bk", a, b), lambda a, b: Tensor.einsum("bij,bjk->bk", [a, b]))
+
+def test_pad_value_keeps_integer_dtype():
+  x = np.arange(6, dtype=np.int32).reshape(2, 3)
+  got = Tensor(x).pad((1, 2, 0, 1), value=-7).numpy()
+  expected = F.pad(torch.tensor(x), (1, 2, 0, 1), value=-7).numpy()
+  assert got.dtype == expected.dtype
+  np.testing.assert_array_equal(got, expected)

@@ -7,6 +7,7 @@ import pytest
 import _kiln
 from kiln import Context, Device, GlobalCounters, KilnError, Tensor, TinyJit, dtypes, getenv
 from kiln.dtype import least_upper_dtype, to_dtype
+from kiln.uop import Ops
 
 NUMPY_DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
                 np.float16, np.float32, np.float64]
@@ -173,8 +174,8 @@ def test_realize_and_schedule():
   c = (a * b + 1).relu()
   items = c.schedule()
   assert len(items) == 1 and "float32" in str(items[0]) and items[0].name and len(items[0].buffers) == 3
-  assert items[0].ast.op == "SINK" and "STORE" in repr(items[0].ast)
-  assert c.uop.op == "WHERE" and c.uop.shape == (2,) and c.uop.dtype == dtypes.float32 and "MUL" in repr(c.uop)
+  assert items[0].ast.op == Ops.SINK and "STORE" in repr(items[0].ast)
+  assert c.uop.op == Ops.WHERE and c.uop.shape == (2,) and c.uop.dtype == dtypes.float32 and "MUL" in repr(c.uop)
   assert c.realize() is c and c.schedule() == []
   d, e = a + 1, a * 2
   d.realize(e)
@@ -243,6 +244,10 @@ def test_device():
   with pytest.raises(KilnError, match="NOPE"): Device.DEFAULT = "NOPE"
   Device.DEFAULT = "cpu"
   assert Device.DEFAULT == "CPU" and Tensor([1]).to("cpu").device == "CPU"
+  cpu = Device["cpu"]
+  assert cpu.device == "CPU" and Device["CPU:0"].device == "CPU" and cpu.max_threads >= 1 and cpu.language == "C"
+  cpu.synchronize()
+  with pytest.raises(KilnError, match="NOPE"): Device["NOPE"]
 
 def test_context_overrides_settings():
   assert _kiln.getenv_int("KILN_TEST_SETTING", 0) == 0
