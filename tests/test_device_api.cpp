@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "error_message.h"
 #include "support/env.h"  // ScopedEnv: DEV for one test
 #include "temp_cache.h"
 
@@ -21,15 +22,7 @@ namespace {
 using namespace kiln;
 using namespace kiln::runtime;
 
-std::string error_message(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected kiln::Error";
-  return "";
-}
+using kt::error_of;
 
 // What kiln asked of the device.
 struct Calls {
@@ -137,26 +130,26 @@ TEST(DeviceApi, InTestDeviceRunsTensors) {
 
 TEST(DeviceApi, RegisteringWithoutANameOrFactoryIsAnError) {
   auto factory = []() -> std::unique_ptr<Device> { return nullptr; };
-  EXPECT_NE(error_message([&] { register_device("", factory, 0); }).find("empty device name"), std::string::npos);
-  EXPECT_NE(error_message([&] { register_device(":1", factory, 0); }).find("empty device name"), std::string::npos);
-  std::string msg = error_message([] { register_device("NOFACTORY", nullptr, 0); });
+  EXPECT_NE(error_of([&] { register_device("", factory, 0); }).find("empty device name"), std::string::npos);
+  EXPECT_NE(error_of([&] { register_device(":1", factory, 0); }).find("empty device name"), std::string::npos);
+  std::string msg = error_of([] { register_device("NOFACTORY", nullptr, 0); });
   EXPECT_NE(msg.find("no factory given for NOFACTORY"), std::string::npos) << msg;
 }
 
 TEST(DeviceApi, FactoryWithoutADeviceIsAnError) {
   register_device("NULLDEV", [] { return std::unique_ptr<Device>(); }, -1);
-  std::string msg = error_message([] { get_device("nulldev"); });
+  std::string msg = error_of([] { get_device("nulldev"); });
   EXPECT_NE(msg.find("device factory for NULLDEV returned no device"), std::string::npos) << msg;
 }
 
 TEST(DeviceApi, UnknownDeviceListsTheRegisteredOnes) {
   std::string name = register_test_device(std::make_shared<Calls>());
-  std::string msg = error_message([] { get_device("NOSUCHDEV"); });
+  std::string msg = error_of([] { get_device("NOSUCHDEV"); });
   EXPECT_NE(msg.find("unknown device 'NOSUCHDEV'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("CPU"), std::string::npos) << msg;
   EXPECT_NE(msg.find(name), std::string::npos) << msg;
   env::ScopedEnv dev("DEV", "nosuchdev");
-  msg = error_message([] { default_device(); });
+  msg = error_of([] { default_device(); });
   EXPECT_NE(msg.find("DEV=nosuchdev is not a registered device"), std::string::npos) << msg;
   EXPECT_NE(msg.find(name), std::string::npos) << msg;
 }
@@ -165,8 +158,8 @@ TEST(DeviceApi, UnknownKernelLanguageIsAnError) {
   auto calls = std::make_shared<Calls>();
   std::string name = register_test_device(calls, "Verilog");
   env::ScopedEnv dev("DEV", name);
-  std::string msg = error_message([] { (Tensor::from_vector<float>({1, 2}, {2}) * 2.0f).realize(); });
-  EXPECT_NE(msg.find("no renderer for the kernel language 'Verilog'; expected C or OpenCL"), std::string::npos) << msg;
+  std::string msg = error_of([] { (Tensor::from_vector<float>({1, 2}, {2}) * 2.0f).realize(); });
+  EXPECT_NE(msg.find("no renderer for the kernel language 'Verilog'; expected C, OpenCL or CUDA"), std::string::npos) << msg;
   EXPECT_EQ(calls->launches.load(), 0);
 }
 
@@ -191,7 +184,7 @@ TEST(DeviceApi, CachedBuildBuildsOnceAndRebuildsOnRequest) {
   EXPECT_EQ(builds, 3);
   // A failed build leaves nothing behind and passes its error on.
   auto failing_build = [](const std::string&) { throw_error("toolchain says no"); };
-  std::string msg = error_message([&] { cached_build("testdev", "source v3", false, failing_build); });
+  std::string msg = error_of([&] { cached_build("testdev", "source v3", false, failing_build); });
   EXPECT_EQ(msg, "toolchain says no");
   EXPECT_EQ(cache.files().size(), 2u);
 }

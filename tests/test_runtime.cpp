@@ -40,15 +40,7 @@ namespace fs = std::filesystem;
 
 using kt::TempCache;
 
-std::string error_message(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected kiln::Error";
-  return "";
-}
+using kt::error_of;
 
 // out[i] = a[i] * a[i] + 1 for i < vals[0], the range split into 4 parts by core_id.
 const char* kSquareKernel = R"(
@@ -209,7 +201,7 @@ TEST(CpuAllocator, AlignmentRoundTripAndSizeZero) {
 
 TEST(CpuAllocator, OutOfMemoryIsAnError) {
   CpuAllocator alloc;
-  std::string msg = error_message([&] { alloc.alloc(size_t(1) << 62); });
+  std::string msg = error_of([&] { alloc.alloc(size_t(1) << 62); });
   EXPECT_NE(msg.find("out of memory"), std::string::npos) << msg;
 }
 
@@ -252,7 +244,7 @@ TEST(CpuDevice, MissingFunctionIsAnError) {
   TempCache cache;
   Device& cpu = get_device("CPU");
   std::string binary = cpu.compiler().compile(kSquareKernel);
-  std::string msg = error_message([&] { cpu.load(binary, "not_there"); });
+  std::string msg = error_of([&] { cpu.load(binary, "not_there"); });
   EXPECT_NE(msg.find("not_there"), std::string::npos) << msg;
 }
 
@@ -487,7 +479,7 @@ TEST(DiskCache, ProcessesFillOneCacheAtOnce) {
 TEST(CcCompiler, SyntaxErrorReportsCompilerOutput) {
   TempCache cache;
   CcCompiler cc;
-  std::string msg = error_message([&] { cc.compile("void k(void** bufs) {\n  int x = ;\n}\n"); });
+  std::string msg = error_of([&] { cc.compile("void k(void** bufs) {\n  int x = ;\n}\n"); });
   EXPECT_NE(msg.find("error"), std::string::npos) << msg;
   EXPECT_NE(msg.find("expected expression"), std::string::npos) << msg;  // gcc and clang both say this
   EXPECT_NE(msg.find("2 |   int x = ;"), std::string::npos) << msg;    // numbered source
@@ -502,7 +494,7 @@ TEST(CcCompiler, HonoursCC) {
     EXPECT_FALSE(CcCompiler().compile(kSquareKernel).empty());
   }
   env::ScopedEnv cc_env("CC", "no-such-compiler-kiln");
-  std::string msg = error_message([] { CcCompiler().compile(kSquareKernel); });
+  std::string msg = error_of([] { CcCompiler().compile(kSquareKernel); });
   EXPECT_NE(msg.find("no-such-compiler-kiln"), std::string::npos) << msg;
 }
 
@@ -511,7 +503,7 @@ TEST(CcCompiler, NoLinkerOnPathIsAnError) {
   TempCache cache;
   env::ScopedEnv cc_env("CC", CcCompiler().name());  // a full path: found without PATH
   env::ScopedEnv path_env("PATH", (cache.dir / "empty").string());
-  std::string msg = error_message([] { CcCompiler().compile(single_core_kernel(10)); });
+  std::string msg = error_of([] { CcCompiler().compile(single_core_kernel(10)); });
   EXPECT_EQ(msg, "the linker 'ld' for CPU kernels was not found on PATH; install binutils");
   EXPECT_TRUE(cache.files().empty());
 }
@@ -528,7 +520,7 @@ TEST(CcCompiler, CCThatIsNotACompiler) {
   };
   for (const auto& [cc, how] : cases) {
     env::ScopedEnv cc_env("CC", cc);
-    std::string msg = error_message([] { CcCompiler().compile(kSquareKernel); });
+    std::string msg = error_of([] { CcCompiler().compile(kSquareKernel); });
     EXPECT_EQ(msg.rfind("CC=" + cc + " (", 0), 0u) << msg;
     EXPECT_NE(msg.find("is not a working C compiler"), std::string::npos) << msg;
     EXPECT_NE(msg.find(how), std::string::npos) << msg;
@@ -540,7 +532,7 @@ TEST(CcCompiler, CCThatIsNotACompiler) {
 }
 
 TEST(DeviceRegistry, UnknownDeviceListsRegistered) {
-  std::string msg = error_message([] { get_device("NOPE"); });
+  std::string msg = error_of([] { get_device("NOPE"); });
   EXPECT_NE(msg.find("NOPE"), std::string::npos) << msg;
   EXPECT_NE(msg.find("CPU"), std::string::npos) << msg;
 }
@@ -584,7 +576,7 @@ TEST(DeviceRegistry, DefaultDeviceAndDevOverride) {
     EXPECT_EQ(default_device(), "CPU");
   }
   env::ScopedEnv dev("DEV", "TPU");
-  std::string msg = error_message([] { default_device(); });
+  std::string msg = error_of([] { default_device(); });
   EXPECT_NE(msg.find("TPU"), std::string::npos) << msg;
   EXPECT_NE(msg.find("CPU"), std::string::npos) << msg;
 }

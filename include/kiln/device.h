@@ -105,8 +105,9 @@ class Device {
   // Above 0, "C" kernels use GNU C vector types (__attribute__((vector_size(N)))) up to that width.
   virtual int vector_bytes() const;
   // The kernel language its compiler takes, which picks the renderer that writes its kernels:
-  // "C" (the default: GNU C for clang or gcc, see Program::launch for the calling convention) or
-  // "OpenCL" (OpenCL C). Any other name fails when kiln first compiles a kernel for the device.
+  // "C" (the default: GNU C for clang or gcc, see Program::launch for the calling convention),
+  // "OpenCL" (OpenCL C) or "CUDA" (CUDA C++ for NVRTC). Any other name fails when kiln first
+  // compiles a kernel for the device.
   virtual std::string language() const;
 
  protected:

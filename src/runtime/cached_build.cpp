@@ -1,8 +1,10 @@
 // The disk cache for any device's compiler (kiln/device.h): look an entry up, else build and publish it.
 #include <filesystem>
+#include <fstream>
 #include <system_error>
 
 #include "kiln/device.h"
+#include "kiln/error.h"
 #include "runtime/compiler.h"
 #include "runtime/disk_cache.h"
 #include "support/hash.h"
@@ -35,5 +37,15 @@ std::string cached_build(const std::string& device, const std::string& key, bool
 }
 
 std::string cached_binary(const std::string& entry_path) { return disk_cache::payload(entry_path); }
+
+std::string cached_bytes(const std::string& device, const std::string& key, bool rebuild,
+                         const std::function<std::string()>& build) {
+  return cached_binary(cached_build(device, key, rebuild, [&](const std::string& output_path) {
+    const std::string bytes = build();
+    std::ofstream out(output_path, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out.flush()) throw_error("cannot write the compiled binary to ", output_path);
+  }));
+}
 
 }  // namespace kiln::runtime

@@ -196,22 +196,6 @@ struct TempFiles {
   }
 };
 
-std::string numbered_source_head(const std::string& source) {
-  std::istringstream in(source);
-  std::ostringstream out;
-  int n = 0;
-  for (std::string line; std::getline(in, line);) {
-    if (++n > kSourceLinesInErrors) {
-      out << "  ...\n";
-      break;
-    }
-    char num[16];
-    std::snprintf(num, sizeof num, "%4d | ", n);
-    out << num << line << "\n";
-  }
-  return out.str();
-}
-
 // Compiles `source`, written to `source_file`, into the object file `object`.
 ProcessResult run_compiler(const Toolchain& tc, const std::string& source, const fs::path& source_file,
                            const fs::path& object) {
@@ -296,7 +280,7 @@ std::string CcCompiler::build(const std::string& source, bool reuse_entry) {
     if (!built(compiled, object)) {
       check_compiler_works(tc, object.parent_path());
       throw_error("CPU kernel failed to compile (", tc.command[0], " exited with ", compiled.exit_code, "):\n",
-                  compiled.output, "source:\n", numbered_source_head(source));
+                  compiled.output, "source:\n", numbered_source(source, kSourceLinesInErrors));
     }
     const std::string linker = find_linker();
     ProcessResult linked = run_linker(linker, object, binary);

@@ -3,13 +3,21 @@
 // interface for devices, kiln/device.h), and counts how often that actually happened.
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <string>
 
 #include "kiln/device.h"
 
 namespace kiln::runtime {
 
-// `source` with each line prefixed by its number ("   2 | ..."), for compile errors.
-std::string numbered_source(const std::string& source);
+// cached_build for toolchains that hand back the binary as bytes (OpenCL program binaries, PTX):
+// the bytes of the entry for `key`, made by `build` when there is none (or always, with rebuild).
+std::string cached_bytes(const std::string& device, const std::string& key, bool rebuild,
+                         const std::function<std::string()>& build);
+
+// `source` with each line prefixed by its number ("   2 | ..."), for compile errors; after
+// `max_lines` lines, "  ...".
+std::string numbered_source(const std::string& source, int max_lines = 1 << 30);
 
 // Process-wide counters. The fields are atomic because compiles may run on several threads;
 // copying takes a snapshot, e.g. `CompileStats before = compile_stats();`.

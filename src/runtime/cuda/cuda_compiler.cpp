@@ -4,9 +4,7 @@
 
 #include "kiln/error.h"
 #include "runtime/cuda/dynamic_library.h"
-#include "runtime/disk_cache.h"
 #include "support/env.h"
-#include "support/hash.h"
 
 namespace kiln::runtime::cuda {
 namespace {
@@ -111,22 +109,17 @@ std::string CudaCompiler::name() const {
   return s;
 }
 
-std::string CudaCompiler::cache_path(const std::string& source) const {
-  return disk_cache::entry_path(disk_cache::folder("cuda"), content_hash(source + '\0' + name()), ".ptx").string();
-}
+std::string CudaCompiler::cache_key(const std::string& source) const { return source + '\0' + name(); }
 
 std::string CudaCompiler::compile(const std::string& source) {
-  std::string path = cache_path(source);
-  if (disk_cache::holds(path)) {
-    ++compile_stats().cache_hits;
-    return disk_cache::payload(path);
-  }
-  return build(source, path);
+  return cached_bytes("cuda", cache_key(source), false, [&] { return build(source); });
 }
 
-std::string CudaCompiler::recompile(const std::string& source) { return build(source, cache_path(source)); }
+std::string CudaCompiler::recompile(const std::string& source) {
+  return cached_bytes("cuda", cache_key(source), true, [&] { return build(source); });
+}
 
-std::string CudaCompiler::build(const std::string& source, const std::string& path) {
+std::string CudaCompiler::build(const std::string& source) {
   const Nvrtc& api = nvrtc();
   ProgramHandle handle{api};
   api.check(api.CreateProgram(&handle.program, source.c_str(), "kernel.cu", 0, nullptr, nullptr), "nvrtcCreateProgram");
@@ -141,8 +134,6 @@ std::string CudaCompiler::build(const std::string& source, const std::string& pa
   std::string ptx(size, '\0');
   api.check(api.GetPTX(handle.program, ptx.data()), "nvrtcGetPTX");
   ptx.resize(size > 0 ? size - 1 : 0);  // the size counted the terminating NUL
-  disk_cache::store(path, ptx);
-  ++compile_stats().compiled;
   return ptx;
 }
 

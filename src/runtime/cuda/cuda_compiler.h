@@ -26,8 +26,9 @@ class CudaCompiler final : public Compiler {
   std::string recompile(const std::string& source) override;
 
  private:
-  std::string cache_path(const std::string& source) const;
-  std::string build(const std::string& source, const std::string& path);
+  // What identifies a binary in the disk cache: the source and everything the build depends on.
+  std::string cache_key(const std::string& source) const;
+  std::string build(const std::string& source);
 
   std::string version_;                // NVRTC's, e.g. "13.0"
   std::vector<std::string> options_;

@@ -3,8 +3,6 @@
 #include <string>
 
 #include "kiln/error.h"
-#include "runtime/disk_cache.h"
-#include "support/hash.h"
 
 namespace kiln::runtime::cl {
 namespace {
@@ -36,23 +34,17 @@ ClCompiler::ClCompiler(const Context& ctx) : ctx_(ctx) {
 
 std::string ClCompiler::name() const { return "OpenCL " + ctx_.device_name + " (" + ctx_.driver_version + ")"; }
 
-std::string ClCompiler::cache_path(const std::string& source) const {
-  std::string key = content_hash(source + '\0' + ctx_.device_name + '\0' + ctx_.driver_version + '\0' + options_);
-  return disk_cache::entry_path(disk_cache::folder("opencl"), key, ".bin").string();
-}
+std::string ClCompiler::cache_key(const std::string& source) const { return source + '\0' + ctx_.device_name + '\0' + ctx_.driver_version + '\0' + options_; }
 
 std::string ClCompiler::compile(const std::string& source) {
-  std::string path = cache_path(source);
-  if (disk_cache::holds(path)) {
-    ++compile_stats().cache_hits;
-    return disk_cache::payload(path);
-  }
-  return build(source, path);
+  return cached_bytes("opencl", cache_key(source), false, [&] { return build(source); });
 }
 
-std::string ClCompiler::recompile(const std::string& source) { return build(source, cache_path(source)); }
+std::string ClCompiler::recompile(const std::string& source) {
+  return cached_bytes("opencl", cache_key(source), true, [&] { return build(source); });
+}
 
-std::string ClCompiler::build(const std::string& source, const std::string& path) {
+std::string ClCompiler::build(const std::string& source) {
   const char* text = source.c_str();
   cl_int err = CL_SUCCESS;
   cl_program program = clCreateProgramWithSource(ctx_.context, 1, &text, nullptr, &err);
@@ -72,8 +64,6 @@ std::string ClCompiler::build(const std::string& source, const std::string& path
     throw;
   }
   clReleaseProgram(program);
-  disk_cache::store(path, binary);
-  ++compile_stats().compiled;
   return binary;
 }
 

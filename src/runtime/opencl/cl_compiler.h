@@ -21,8 +21,9 @@ class ClCompiler final : public Compiler {
   const std::string& options() const { return options_; }
 
  private:
-  std::string cache_path(const std::string& source) const;
-  std::string build(const std::string& source, const std::string& path);
+  // What identifies a binary in the disk cache: the source and everything the build depends on.
+  std::string cache_key(const std::string& source) const;
+  std::string build(const std::string& source);
 
   const Context& ctx_;
   std::string options_;
