@@ -3,21 +3,48 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
+#include "runtime/device.h"
 #include "tensor/tensor_impl.h"
 
 namespace kiln::python {
 namespace {
 
-// A copy of the array's bytes in a new device buffer (copying keeps the tensor independent of the
-// array's lifetime; sharing NumPy's memory would avoid the copy). The package hands over C-ordered
-// arrays in native byte order.
+// Whether the interpreter can still take references back (not while it shuts down).
+bool python_alive() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsInitialized() && !Py_IsFinalizing();
+#else
+  return Py_IsInitialized() && !_Py_IsFinalizing();
+#endif
+}
+
+// The array's memory itself when it is aligned and the default device computes on host memory
+// (the CPU): kiln only ever reads a tensor's input buffer, and the tensor holds a reference to the
+// array until kiln is done with the memory. Like torch.from_numpy, later changes to the array show
+// in the tensor. Otherwise a copy of the bytes in a new device buffer. The package hands over
+// C-ordered arrays in native byte order.
 Tensor from_numpy(const py::array& array) {
   if (!(array.flags() & py::array::c_style)) throw_error("from_numpy: expected a C-contiguous array");
   const std::string name = py::str(array.dtype().attr("name"));
   std::optional<DType> dtype = dtypes::from_name(name);
   if (!dtype) throw_error("Tensor: NumPy arrays of dtype ", name, " have no kiln dtype");
   Shape shape(array.shape(), array.shape() + array.ndim());
-  return tensor_from_bytes(array.data(), static_cast<size_t>(array.nbytes()), *dtype, std::move(shape));
+  const bool shared = array.nbytes() > 0 && array.attr("flags").attr("aligned").cast<bool>() &&
+                      runtime::get_device(runtime::default_device()).allocator().host_memory();
+  if (!shared) return tensor_from_bytes(array.data(), static_cast<size_t>(array.nbytes()), *dtype, std::move(shape));
+  PyObject* owner = array.ptr();
+  Py_INCREF(owner);
+  auto give_back = [owner] {
+    if (!python_alive()) return;  // the interpreter and the array are gone already
+    py::gil_scoped_acquire gil;
+    Py_DECREF(owner);
+  };
+  try {
+    return tensor_over_host_memory(const_cast<void*>(array.data()), *dtype, std::move(shape), give_back);
+  } catch (...) {
+    Py_DECREF(owner);
+    throw;
+  }
 }
 
 // Realizes the tensor and copies it into a new array of the same shape (bfloat16, which NumPy

@@ -32,8 +32,10 @@ class _TensorMeta(type):
   def no_grad(cls, on: bool): _kiln.set_no_grad(bool(on))
 
 def _from_python(data, dtype: DType | None) -> _kiln.Tensor:
-  """A new device buffer holding `data` (a scalar, nested lists, bytes or a NumPy array), copied,
-  converted to `dtype` if given."""
+  """A tensor holding `data` (a scalar, nested lists, bytes or a NumPy array), converted to `dtype`
+  if given. A C-ordered, aligned NumPy array in native byte order is not copied on the CPU: the
+  tensor reads its memory in place (later changes to the array show in the tensor); anything else
+  is copied into a new buffer."""
   import numpy as np
   if isinstance(data, np.generic): data = np.asarray(data)
   if isinstance(data, bytes): data = np.frombuffer(data, dtype=np.uint8)
@@ -43,7 +45,7 @@ def _from_python(data, dtype: DType | None) -> _kiln.Tensor:
     data = np.array(data, dtype=to_numpy_dtype(dtype) or np.float32)
   if not isinstance(data, np.ndarray): raise TypeError(f"can't create a Tensor from {type(data).__name__}")
   if dtype is not None and (np_dtype := to_numpy_dtype(dtype)) is not None: data = data.astype(np_dtype, copy=False)
-  # the C++ side copies C-ordered bytes in the machine's byte order
+  # the C++ side takes C-ordered data in the machine's byte order (a no-op for most arrays)
   data = np.asarray(data, dtype=data.dtype.newbyteorder("="), order="C")
   t = _kiln.Tensor.from_numpy(data)
   return t if dtype is None else t.cast(dtype)

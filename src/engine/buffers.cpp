@@ -1,6 +1,7 @@
 #include "engine/buffers.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -23,6 +24,7 @@ struct Allocation {
   runtime::Device* device;
   void* ptr;
   size_t bytes;
+  std::function<void()> release;  // memory lent to kiln (adopt_host_memory): how to give it back
 };
 
 struct Store {
@@ -70,15 +72,35 @@ Store& store() {
 void release_memory(const UOp& buffer) {
   if (buffer.arg_as<BufferArg>().device == "REG") return;
   Store& s = store();
+  std::function<void()> give_back;
+  {
+    std::lock_guard lock(s.mu);
+    auto it = s.by_id.find(buffer.arg_as<BufferArg>().id);
+    if (it == s.by_id.end()) return;
+    if (it->second.release) {
+      give_back = std::move(it->second.release);
+    } else {
+      s.free_list[{it->second.device, it->second.bytes}].push_back(it->second.ptr);
+      s.cached_bytes += static_cast<int64_t>(it->second.bytes);
+      if (s.cached_bytes > kMaxCachedBytes) s.release_cache();
+      GlobalCounters::mem_used -= static_cast<int64_t>(it->second.bytes);
+    }
+    if (env::debug_level() >= 7) fprintf(stderr, "free buffer %lld (%zu bytes)\n", (long long)it->first, it->second.bytes);
+    s.by_id.erase(it);
+  }
+  // outside the lock: giving memory back may take another lock (Python's GIL)
+  if (give_back) give_back();
+}
+
+void adopt_host_memory(const UOp& buffer, void* ptr, std::function<void()> release) {
+  const BufferArg& arg = buffer.arg_as<BufferArg>();
+  runtime::Device& dev = runtime::get_device(arg.device);
+  if (!dev.allocator().host_memory())
+    throw_error("adopt_host_memory: device ", dev.name(), " does not compute on host memory; copy the data in instead");
+  Store& s = store();
   std::lock_guard lock(s.mu);
-  auto it = s.by_id.find(buffer.arg_as<BufferArg>().id);
-  if (it == s.by_id.end()) return;
-  s.free_list[{it->second.device, it->second.bytes}].push_back(it->second.ptr);
-  s.cached_bytes += static_cast<int64_t>(it->second.bytes);
-  if (s.cached_bytes > kMaxCachedBytes) s.release_cache();
-  GlobalCounters::mem_used -= static_cast<int64_t>(it->second.bytes);
-  if (env::debug_level() >= 7) fprintf(stderr, "free buffer %lld (%zu bytes)\n", (long long)it->first, it->second.bytes);
-  s.by_id.erase(it);
+  if (!s.by_id.emplace(arg.id, Allocation{&dev, ptr, buffer_bytes(buffer), std::move(release)}).second)
+    throw_error("adopt_host_memory: buffer ", arg.id, " already has memory");
 }
 
 size_t buffer_bytes(const UOp& buffer) {

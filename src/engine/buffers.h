@@ -2,6 +2,7 @@
 // Device memory behind BUFFER UOps. Allocated on first use, freed when the BUFFER UOp is freed
 // (that is, when no tensor or schedule refers to it any more).
 #include <cstddef>
+#include <functional>
 
 #include "kiln/ir/uop.h"
 
@@ -13,6 +14,11 @@ size_t buffer_bytes(const UOp& buffer);
 // Gives `buffer`'s memory back for reuse now (the memory planner: its last reader has run); it is
 // also given back when the BUFFER UOp dies.
 void release_memory(const UOp& buffer);
+// Lends `buffer` host memory that kiln does not own (a NumPy array's): kernels read it in place,
+// nothing ever writes it (kernels write only the buffers the scheduler makes), and `release` runs
+// once when the BUFFER dies. Only for devices that compute on host memory; throws kiln::Error
+// otherwise, or if the buffer already has memory.
+void adopt_host_memory(const UOp& buffer, void* ptr, std::function<void()> release);
 void copyin(const UOp& buffer, const void* src, size_t bytes);
 void copyout(const UOp& buffer, void* dst, size_t bytes);
 // Copies `src`'s bytes into `dst`, a buffer of the same size, possibly on another device.

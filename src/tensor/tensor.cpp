@@ -115,12 +115,27 @@ int64_t Tensor::ndim() const { return static_cast<int64_t>(shape().size()); }
 
 std::string Tensor::device() const { return schedule::device_of(uop().get(), engine::default_device()); }
 
-Tensor tensor_from_bytes(const void* data, size_t bytes, DType dtype, Shape shape) {
-  int64_t n = kiln::prod(shape);
+namespace {
+
+// A flat buffer on the default device for `shape`'s elements, and the tensor of that shape over it.
+std::pair<UOpRef, Tensor> new_flat_tensor(DType dtype, const Shape& shape) {
+  const int64_t n = kiln::prod(shape);
   UOpRef buf = engine::new_buffer(dtype, n, engine::default_device());
+  return {buf, shape == Shape{n} ? Tensor(buf) : Tensor(UOp::make(Ops::RESHAPE, dtype, {buf}, shape))};
+}
+
+}  // namespace
+
+Tensor tensor_from_bytes(const void* data, size_t bytes, DType dtype, Shape shape) {
+  auto [buf, t] = new_flat_tensor(dtype, shape);
   engine::copyin(*buf, data, bytes);
-  if (shape == Shape{n}) return Tensor(buf);
-  return Tensor(UOp::make(Ops::RESHAPE, dtype, {buf}, shape));
+  return t;
+}
+
+Tensor tensor_over_host_memory(void* data, DType dtype, Shape shape, std::function<void()> release) {
+  auto [buf, t] = new_flat_tensor(dtype, shape);
+  engine::adopt_host_memory(*buf, data, std::move(release));
+  return t;
 }
 
 void tensor_to_bytes(const Tensor& t, void* dst, size_t bytes) {

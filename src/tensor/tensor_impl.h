@@ -1,5 +1,6 @@
 #pragma once
 // What a Tensor handle points at, and the registry of live tensors that realize() updates.
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -71,6 +72,10 @@ Shape resolve_shape(Shape shape, int64_t numel, const std::string& what);
 
 // Host data → a new buffer on the default device, as a tensor of `shape`.
 Tensor tensor_from_bytes(const void* data, size_t bytes, DType dtype, Shape shape);
+// A tensor over host memory kiln does not own, without a copy (engine::adopt_host_memory): it reads
+// the memory in place each time it is used; `release` runs when kiln is done with it. Default
+// device only, which must compute on host memory (the CPU).
+Tensor tensor_over_host_memory(void* data, DType dtype, Shape shape, std::function<void()> release);
 // The reverse: realizes `t` and copies its elements (row-major, in the device's byte order) into
 // `dst`, which holds exactly `bytes` == t.nbytes() bytes.
 void tensor_to_bytes(const Tensor& t, void* dst, size_t bytes);

@@ -2,6 +2,7 @@
 dtype rules for Python scalars, assign, realize/schedule, autograd switches, dtypes, Device,
 Context, GlobalCounters, memory. References are NumPy and tinygrad's documented behavior."""
 import gc
+import sys
 import numpy as np
 import pytest
 import _kiln
@@ -40,11 +41,34 @@ def test_numpy_layouts_are_copied():
   np.testing.assert_array_equal(Tensor(a.T).numpy(), a.T)  # not C-contiguous
   np.testing.assert_array_equal(Tensor(a[:, ::2]).numpy(), a[:, ::2])
   np.testing.assert_array_equal(Tensor(a.astype(">f4")).numpy(), a)  # big-endian
-  b = a.copy()
-  t = Tensor(b)
-  b[0, 0] = 100  # the tensor holds a copy
-  assert t.numpy()[0, 0] == 0
+  t = Tensor(a.T)
+  a[0, 1] = 100  # a.T was copied: the tensor keeps the old value
+  assert t.numpy()[1, 0] == 1
   assert Tensor(np.float32(1.5)).shape == () and Tensor(np.zeros((0, 3), np.int8)).shape == (0, 3)
+
+def test_numpy_memory_is_shared_without_a_copy():
+  # C-ordered, aligned, native arrays: the tensor reads the array's memory in place (no copy), as
+  # tinygrad's NPY buffers and torch.from_numpy do, so later changes to the array show in it.
+  a = np.arange(12, dtype=np.float32).reshape(3, 4)
+  t = Tensor(a)
+  a[0, 0] = 100
+  np.testing.assert_array_equal((t * 2).numpy(), a * 2)
+  assert t.numpy()[0, 0] == 100
+  # kiln never writes into it: assign and arithmetic make new buffers
+  t.assign(t + 1).realize()
+  assert a[0, 0] == 100 and t.numpy()[0, 0] == 101
+
+def test_shared_numpy_memory_lives_as_long_as_the_tensor():
+  owner = np.arange(1000, dtype=np.float32)
+  base = sys.getrefcount(owner)
+  tensors = [Tensor(owner) for _ in range(50)]
+  assert sys.getrefcount(owner) > base  # each tensor keeps the array alive
+  del tensors
+  gc.collect()
+  assert sys.getrefcount(owner) == base  # and lets go of it when it dies
+  t = Tensor(np.arange(5, dtype=np.int32) * 3)  # a temporary array, only the tensor holds it
+  gc.collect()
+  np.testing.assert_array_equal(t.numpy(), [0, 3, 6, 9, 12])
 
 def test_dtype_argument_converts():
   assert Tensor([1, 2], dtype=dtypes.float32).numpy().dtype == np.float32
