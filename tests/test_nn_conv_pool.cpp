@@ -397,6 +397,34 @@ TEST_P(AvgPoolTest, ForwardAndGradient) {
   EXPECT_TRUE(gc::check([p](const Ts& v) { return avg_pool(v[0], p); }, {x}, kSampled));
 }
 
+// Indices of the maxima against a naive loop over each window: ties (values rounded to a few
+// levels) pick the first maximum in row-major window order, a NaN the window's last NaN; padding
+// is never chosen and indices count in the unpadded input.
+TEST(Pool, MaxPoolIndicesMatchNaiveLoops) {
+  const int64_t H = 7, W = 6, k = 3, s = 2, p = 1, oh = (H + 2 * p - k) / s + 1, ow = (W + 2 * p - k) / s + 1;
+  std::vector<float> x(H * W);
+  for (int64_t i = 0; i < H * W; i++) x[i] = static_cast<float>((i * 7) % 4);  // many ties
+  x[2 * W + 3] = x[3 * W + 3] = NAN;
+  auto [values, indices] = Tensor::from_vector(x, {1, 1, H, W}).max_pool2d_with_indices({k, k}, {s, s}, {{p, p}, {p, p}});
+  const std::vector<int32_t> got = indices.to_vector<int32_t>();
+  const std::vector<float> got_values = values.to_vector<float>();
+  for (int64_t oy = 0; oy < oh; oy++)
+    for (int64_t ox = 0; ox < ow; ox++) {
+      int64_t best = -1;
+      for (int64_t ky = 0; ky < k; ky++)
+        for (int64_t kx = 0; kx < k; kx++) {
+          const int64_t y = oy * s - p + ky, xx = ox * s - p + kx;
+          if (y < 0 || y >= H || xx < 0 || xx >= W) continue;
+          const int64_t i = y * W + xx;
+          const bool nan_best = best >= 0 && std::isnan(x[best]);
+          if (best < 0 || std::isnan(x[i]) || (!nan_best && x[i] > x[best])) best = i;
+        }
+      EXPECT_EQ(got[oy * ow + ox], best) << "window " << oy << "," << ox;
+      if (std::isnan(x[best])) EXPECT_TRUE(std::isnan(got_values[oy * ow + ox]));
+      else EXPECT_EQ(got_values[oy * ow + ox], x[best]);
+    }
+}
+
 TEST(Pool, PerAxisArgumentErrorsAreClear) {
   Tensor x = Tensor::zeros({1, 1, 6, 6});
   EXPECT_THROW(x.max_pool2d(Shape{2, 2}, Shape{1, 1, 1}), kiln::Error);                     // one stride too many

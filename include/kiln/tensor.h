@@ -227,6 +227,12 @@ class Tensor {
                     bool ceil_mode = false) const;
   Tensor avg_pool2d(const Shape& kernel, const Shape& stride = {}, const Pairs& padding = {}, const Shape& dilation = {},
                     bool ceil_mode = false, bool count_include_pad = true) const;
+  // max_pool2d and, per output, where its maximum is: an int32 index into the flattened spatial
+  // axes of this (unpadded) tensor, the first among equal maxima, a NaN's if any (PyTorch's and
+  // tinygrad's return_indices=True).
+  std::pair<Tensor, Tensor> max_pool2d_with_indices(const Shape& kernel, const Shape& stride = {},
+                                                    const Pairs& padding = {}, const Shape& dilation = {},
+                                                    bool ceil_mode = false) const;
   // Sliding windows over the last k.size() axes: (..., out...) + k (tinygrad's _pool)
   Tensor pool(const Shape& kernel, const Shape& stride, const Shape& dilation) const;
   Tensor batchnorm(const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, const Tensor& mean,

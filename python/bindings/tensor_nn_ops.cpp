@@ -20,6 +20,7 @@ void bind_tensor_nn_ops(py::module_& m, PyTensor& t) {
                                        const>(&Tensor::max_pool2d))
       .def("max_pool2d",
            static_cast<Tensor (Tensor::*)(int, std::optional<int>, int, int, bool) const>(&Tensor::max_pool2d))
+      .def("max_pool2d_with_indices", &Tensor::max_pool2d_with_indices)
       .def("avg_pool2d", static_cast<Tensor (Tensor::*)(const Shape&, const Shape&, const Pairs&, const Shape&, bool,
                                                         bool) const>(&Tensor::avg_pool2d))
       .def("avg_pool2d",

@@ -331,6 +331,28 @@ Tensor Tensor::max_pool2d(const Shape& kernel, const Shape& stride, const Pairs&
   return pad_spatial(*this, pads, dtype().is_float() ? -INFINITY : dtype().min_value()).pool(w.k, w.s, w.d).max(w.axes());
 }
 
+std::pair<Tensor, Tensor> Tensor::max_pool2d_with_indices(const Shape& kernel, const Shape& stride, const Pairs& padding,
+                                                          const Shape& dilation, bool ceil_mode) const {
+  Window w(*this, kernel, stride, padding, dilation, "max_pool2d");
+  Pairs pads = ceil_mode ? ceil_mode_pads(spatial(shape(), w.k.size()), w.pads, w.k, w.s, w.d) : w.pads;
+  Tensor windows = pad_spatial(*this, pads, dtype().is_float() ? -INFINITY : dtype().min_value()).pool(w.k, w.s, w.d);
+  Tensor values = windows.max(w.axes());
+  // Positions counted down (n..1, padding 0): the largest position among a window's maxima is the
+  // first of them, and n minus it is its index.
+  const Shape sp = spatial(shape(), w.k.size());
+  const int64_t n = kiln::prod(sp);
+  auto window_positions = [&](double first, double step) {
+    Tensor positions = Tensor::arange(first, first + step * static_cast<double>(n), step, dtypes::int32).reshape(sp);
+    return pad_spatial(positions, pads).pool(w.k, w.s, w.d);
+  };
+  Tensor first_max = windows.eq(windows.max(w.axes(), true)).where(window_positions(n, -1), 0).max(w.axes());
+  Tensor index = first_max.const_like(n) - first_max;
+  if (!dtype().is_float()) return {values, index};
+  // A window with NaNs has a NaN maximum, found as its last NaN (as PyTorch does).
+  Tensor last_nan = windows.isnan().where(window_positions(1, 1), 0).max(w.axes());
+  return {values, last_nan.gt(0).where(last_nan - 1, index)};
+}
+
 Tensor Tensor::avg_pool2d(int kernel, std::optional<int> stride, int padding, int dilation, bool ceil_mode,
                           bool count_include_pad) const {
   return avg_pool2d(Shape(2, kernel), Shape(2, stride.value_or(kernel)), symmetric(padding, 2), Shape(2, dilation),

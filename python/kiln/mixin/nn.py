@@ -31,7 +31,10 @@ class NNMixin(TensorBase):
     return (list(k), per_axis(k if stride is None else stride, len(k), "stride"), pool_pads(padding, len(k)),
             per_axis(dilation, len(k), "dilation"))
   def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode=False, return_indices=False):
-    if return_indices: raise NotImplementedError("max_pool2d: return_indices is not supported yet")
+    """With return_indices, also each maximum's index into the flattened spatial axes (int32)."""
+    if return_indices:
+      values, indices = self._t.max_pool2d_with_indices(*self._window(kernel_size, stride, dilation, padding), ceil_mode)
+      return self._wrap(values), self._wrap(indices)
     return self._wrap(self._t.max_pool2d(*self._window(kernel_size, stride, dilation, padding), ceil_mode))
   def avg_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode=False, count_include_pad=True):
     return self._wrap(self._t.avg_pool2d(*self._window(kernel_size, stride, dilation, padding), ceil_mode,

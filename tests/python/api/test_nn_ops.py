@@ -5,7 +5,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
-from kiln import Tensor  # noqa: E402
+from kiln import Tensor, dtypes  # noqa: E402
 from kiln.helpers import make_tuple  # noqa: E402
 from reference import check_op  # noqa: E402
 
@@ -55,6 +55,22 @@ def test_conv_transpose2d_per_axis():
 def test_max_pool2d_per_axis(kernel, stride, padding, dilation, ceil_mode):
   check_op([(2, 3, 9, 8)], lambda x: F.max_pool2d(x, kernel, stride, padding, dilation=dilation, ceil_mode=ceil_mode),
            lambda x: x.max_pool2d(kernel, stride, dilation, padding, ceil_mode))
+
+@pytest.mark.parametrize("kernel,stride,padding,dilation,ceil_mode", [((2, 2), None, 0, 1, False), ((3, 2), (1, 2), (1, 0), (1, 2), False),
+                                                                      ((3, 3), (2, 2), (1, 1), 1, True)])
+def test_max_pool2d_return_indices(kernel, stride, padding, dilation, ceil_mode):
+  # random values, then ties (the first maximum wins) and NaNs (the NaN is the maximum)
+  x = np.random.default_rng(5).standard_normal((2, 3, 9, 8)).astype(np.float32)
+  ties = np.round(x).clip(-1, 1)
+  nans = x.copy()
+  nans[0, 1, 2:4, 3] = np.nan
+  for data in (x, ties, nans):
+    want, want_idx = F.max_pool2d(torch.tensor(data), kernel, stride, padding, dilation=dilation, ceil_mode=ceil_mode,
+                                  return_indices=True)
+    got, got_idx = Tensor(data).max_pool2d(kernel, stride, dilation, padding, ceil_mode, return_indices=True)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    np.testing.assert_array_equal(got_idx.numpy(), want_idx.numpy())
+    assert got_idx.dtype == dtypes.int32
 
 @pytest.mark.parametrize("kernel,stride,padding,ceil_mode,count_include_pad", [((3, 2), None, 0, False, True),
                                                                                ((3, 2), (2, 1), (1, 0), False, False),
