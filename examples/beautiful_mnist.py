@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """tinygrad's beautiful_mnist, on kiln's Python API: a small CNN (conv, batchnorm, max-pool) trained
-on Fashion-MNIST with Adam. The script is tinygrad's but for the import lines and two changes said
+on Fashion-MNIST with Adam. The script is tinygrad's but for the import lines and three changes said
 below. Settings come from the environment, as tinygrad's:
 
-  STEPS=70 BS=512 TEST_EVERY=10 TEST_EXAMPLES=10000 SEED=42 PLOT=beautiful_mnist_loss.png
+  STEPS=70 BS=512 LR=3e-3 TEST_EVERY=10 TEST_EXAMPLES=10000 SEED=42 PLOT=beautiful_mnist_loss.png
+
+With STEPS=1404 BS=128 (the C++ main job's 3 epochs) it reaches the C++ job's accuracy.
 
   PYTHONPATH=python:build/release/python /usr/bin/python3 examples/beautiful_mnist.py
 
@@ -14,6 +16,7 @@ import numpy as np
 from kiln import GlobalCounters, Tensor, TinyJit, nn
 from kiln.helpers import getenv, trange
 from kiln.nn.datasets import mnist
+from kiln.extra.lr_scheduler import OneCycleLR
 
 class Model:
   def __init__(self):
@@ -52,6 +55,12 @@ if __name__ == "__main__":
 
   model = Model()
   opt = nn.optim.Adam(nn.state.get_parameters(model))
+  # Change 3: a one-cycle learning rate peaking at LR over the run, as the C++ main job's (LR=0:
+  # tinygrad's fixed rate).
+  schedule = None
+  if (peak := getenv("LR", 3e-3)) > 0:
+    schedule = OneCycleLR(opt, max_lr=peak, div_factor=25, final_div_factor=1e4, total_steps=getenv("STEPS", 70),
+                          pct_start=0.25)
 
   @TinyJit
   @Tensor.train()
@@ -76,6 +85,7 @@ if __name__ == "__main__":
     GlobalCounters.reset()  # so DEBUG=2 timing is per step
     samples = rng.integers(0, X_train_np.shape[0], getenv("BS", 512))
     loss = train_step(Tensor(X_train_np[samples]), Tensor(Y_train_np[samples]))
+    if schedule: schedule.step()
     losses.append(loss.item())
     if i % getenv("TEST_EVERY", 10) == getenv("TEST_EVERY", 10) - 1: test_acc = get_test_acc()
     t.set_description(f"loss: {losses[-1]:6.2f} test_accuracy: {test_acc:5.2f}%")

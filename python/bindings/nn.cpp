@@ -89,6 +89,14 @@ void bind_optimizers(py::module_& m) {
   py::class_<LAMB, Optimizer>(m, "LAMB").def(py::init<std::vector<Tensor>, double, double, double, double, double, bool>());
   py::class_<Adam, LAMB>(m, "Adam").def(py::init<std::vector<Tensor>, double, double, double, double>());
   py::class_<AdamW, LAMB>(m, "AdamW").def(py::init<std::vector<Tensor>, double, double, double, double, double>());
+  // Schedules keep a reference to their optimizer (keep_alive), which they set the rate of.
+  py::class_<LRScheduler>(m, "LRScheduler")
+      .def("step", &LRScheduler::step)
+      .def_readonly("epoch_counter", &LRScheduler::epoch_counter);
+  py::class_<OneCycleLR, LRScheduler>(m, "OneCycleLR")
+      .def(py::init<Optimizer&, double, int64_t, double, double, double>(), py::keep_alive<1, 2>());
+  py::class_<CosineAnnealingLR, LRScheduler>(m, "CosineAnnealingLR")
+      .def(py::init<Optimizer&, int64_t, double>(), py::keep_alive<1, 2>());
 }
 
 }  // namespace

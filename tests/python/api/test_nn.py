@@ -9,6 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 from kiln import KilnError, Tensor, TinyJit, dtypes, nn  # noqa: E402
+from kiln.extra.lr_scheduler import CosineAnnealingLR, OneCycleLR  # noqa: E402
 from kiln.nn.state import get_parameters, get_state_dict, load_state_dict, safe_load, safe_load_metadata, safe_save  # noqa: E402
 
 def to_torch(t: Tensor): return torch.tensor(t.numpy())
@@ -153,6 +154,27 @@ def test_optimizer_state_and_learning_rate():
   updated[0].realize(*updated[1:])
   assert w.tolist() == [0.0, 0.5]
   assert isinstance(nn.optim.LAMB([Tensor([1.0])]), nn.optim.Optimizer)
+
+def test_lr_schedulers_follow_their_formulas():
+  # tinygrad's OneCycleLR, linear: warm up from max/div over pct_start of the steps, then decay to
+  # max/(div*final_div); the rate is set at construction (step 0) and after each step()
+  opt = nn.optim.Adam([Tensor([1.0, 2.0])])
+  s = OneCycleLR(opt, max_lr=0.01, div_factor=25, final_div_factor=1e4, total_steps=100, pct_start=0.25)
+  initial, peak, final = 0.01 / 25, 0.01, 0.01 / 25 / 1e4
+  def want(t): return initial + (peak - initial) * t / 25 if t < 25 else peak + (final - peak) * (t - 25) / 75
+  rates = [opt.lr.item()]
+  for _ in range(100):
+    s.step()
+    rates.append(opt.lr.item())
+  np.testing.assert_allclose(rates, [want(t) for t in range(101)], rtol=1e-6)
+  assert s.epoch_counter == 100
+  # cosine annealing from the optimizer's rate to eta_min over T_max steps
+  opt = nn.optim.SGD([Tensor([1.0])], lr=0.1)
+  c = CosineAnnealingLR(opt, T_max=10, eta_min=0.001)
+  for t in range(1, 11):
+    c.step()
+    assert opt.lr.item() == pytest.approx(0.001 + 0.5 * (0.1 - 0.001) * (1 + np.cos(t / 10 * np.pi)), rel=1e-6)
+  with pytest.raises(ValueError, match="only linear"): OneCycleLR(opt, 0.1, 25, 1e4, 10, 0.25, anneal_strategy="cos")
 
 def test_optimizer_trains_parameters_and_keeps_buffers_realized():
   model = Model()
