@@ -76,10 +76,6 @@ UOpRef split_range(const UOpRef& ast, const UOp* r, int64_t amt, AxisType inner_
   return simplify(substitute(substitute(ast, ends), {{r, whole ? inner : outer * amt + inner}}), "simplify split");
 }
 
-UOpRef retype(const UOpRef& ast, const UOp* r, int64_t id, AxisType type) {
-  return substitute(ast, {{r, r->with_arg(RangeArg{id, type})}});
-}
-
 // Reads `literal` then an integer at `pos` of `line`; false if either is not there.
 bool read_field(std::string_view line, size_t& pos, std::string_view literal, int64_t& value) {
   if (line.substr(pos, literal.size()) != literal) return false;
@@ -132,31 +128,40 @@ std::vector<Opt> parse_opts(const std::string& text) {
   return out;
 }
 
-UOpRef apply_opt(const UOpRef& ast, const Opt& opt, const Target& target) {
+bool opt_applies(const UOpRef& ast, const Opt& opt, const Target& target) {
   const UOp* r = find_range(ast, opt.axis);
-  if (!r) return {};
+  if (!r) return false;
   const AxisType type = axis_type(r);
-  const bool output = type == AxisType::LOOP || type == AxisType::THREAD;
+  auto output = [](AxisType t) { return t == AxisType::LOOP || t == AxisType::THREAD; };
   switch (opt.op) {
     case OptOp::THREAD:
-      if (type != AxisType::LOOP || opt.amt < 2 || opt.amt > target.max_threads || opt.amt > range_size(r) ||
-          has_axis_type(ast, AxisType::THREAD))
-        return {};
-      return retype(ast, r, opt.axis, AxisType::THREAD);
+      return type == AxisType::LOOP && opt.amt >= 2 && opt.amt <= target.max_threads && opt.amt <= range_size(r) &&
+             !has_axis_type(ast, AxisType::THREAD);
     case OptOp::UPCAST:
     case OptOp::UNROLL: {
-      const bool unroll = opt.op == OptOp::UNROLL;
-      if (opt.amt < 2 || range_size(r) % opt.amt != 0 || expansion(ast) * opt.amt > kMaxExpansion) return {};
-      if (unroll && (type != AxisType::REDUCE || has_axis_type(ast, AxisType::UNROLL) || !reductions_vectorize(ast, r)))
-        return {};
-      if (!unroll && !output) return {};
-      return split_range(ast, r, opt.amt, unroll ? AxisType::UNROLL : AxisType::UPCAST);
+      if (opt.amt < 2 || range_size(r) % opt.amt != 0 || expansion(ast) * opt.amt > kMaxExpansion) return false;
+      if (opt.op == OptOp::UPCAST) return output(type);
+      return type == AxisType::REDUCE && !has_axis_type(ast, AxisType::UNROLL) && reductions_vectorize(ast, r);
     }
     case OptOp::SWAP: {
       const UOp* other = find_range(ast, opt.amt);
-      if (!other || other == r || !output || (axis_type(other) != AxisType::LOOP && axis_type(other) != AxisType::THREAD))
-        return {};
-      return substitute(ast, {{r, r->with_arg(RangeArg{opt.amt, type})}, {other, other->with_arg(RangeArg{opt.axis, axis_type(other)})}});
+      return other && other != r && output(type) && output(axis_type(other));
+    }
+  }
+  return false;
+}
+
+UOpRef apply_opt(const UOpRef& ast, const Opt& opt, const Target& target) {
+  if (!opt_applies(ast, opt, target)) return {};
+  const UOp* r = find_range(ast, opt.axis);
+  switch (opt.op) {
+    case OptOp::THREAD: return substitute(ast, {{r, r->with_arg(RangeArg{opt.axis, AxisType::THREAD})}});
+    case OptOp::UPCAST: return split_range(ast, r, opt.amt, AxisType::UPCAST);
+    case OptOp::UNROLL: return split_range(ast, r, opt.amt, AxisType::UNROLL);
+    case OptOp::SWAP: {
+      const UOp* other = find_range(ast, opt.amt);
+      return substitute(ast, {{r, r->with_arg(RangeArg{opt.amt, axis_type(r)})},
+                              {other, other->with_arg(RangeArg{opt.axis, axis_type(other)})}});
     }
   }
   return {};
@@ -188,7 +193,7 @@ std::vector<Opt> possible_opts(const UOpRef& ast, const Target& target) {
   }
   std::vector<Opt> legal;
   for (const Opt& o : candidates)
-    if (apply_opt(ast, o, target)) legal.push_back(o);
+    if (opt_applies(ast, o, target)) legal.push_back(o);
   return legal;
 }
 

@@ -39,6 +39,8 @@ std::string opts_to_string(const std::vector<Opt>& opts);
 // wrong kind, an amount that does not divide it, a second THREAD or UNROLL, a register tile too
 // big for the target). Legal opts never change what the kernel computes.
 UOpRef apply_opt(const UOpRef& ast, const Opt& opt, const Target& target);
+// Whether apply_opt would apply `opt`, without applying it (checks only: cheap).
+bool opt_applies(const UOpRef& ast, const Opt& opt, const Target& target);
 // Every opt in order; throws kiln::Error naming the first one that is not legal.
 UOpRef apply_opts(const UOpRef& ast, const std::vector<Opt>& opts, const Target& target);
 // The cores a kernel with these opts runs on (THREAD's amount, else 1).
