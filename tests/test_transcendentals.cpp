@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/codegen.h"
 #include "kiln/tensor.h"
 
 namespace {
@@ -139,17 +140,49 @@ void check_unary(const Inputs& x, const UnaryFn& f, const std::function<double(d
 
 // ---- exponentials and logarithms
 
-TEST(Transcendentals, Exp) {  // all x; 2 ULP (libmvec with clang)
-  Inputs x = cat({grid(-90, 90, 200001), grid(79, 81, 50001), grid(-81, -79, 50001),
-                  every_float(-110, 95, 200000, 1), around({88.72283935546875, -87.33654475, -103.972077}, 200),
-                  every_float(-kMax, kMax, 20000, 2), specials()});
-  check_unary(x, [](const Tensor& t) { return t.exp(); }, [](double v) { return std::exp(v); }, 2);
+Inputs exp_inputs() {
+  return cat({grid(-90, 90, 200001), grid(79, 81, 50001), grid(-81, -79, 50001), every_float(-110, 95, 200000, 1),
+              around({88.72283935546875, -87.33654475, -103.972077}, 200), every_float(-kMax, kMax, 20000, 2),
+              specials()});
+}
+
+Inputs exp2_inputs() {
+  return cat({grid(-152, 130, 200001), every_float(-160, 130, 200000, 3), every_float(-kMax, kMax, 20000, 4),
+              around({128, -126, -149, -150}, 200), specials()});
+}
+
+// f of each value computed in SIMD vector registers: the maximum of (f(x), f(x)) over a pair is a
+// reduction, whose kernel holds a register tile of outputs as vectors (float_x8, float_x16)
+// when their count divides into tiles.
+Inputs padded_to_tiles(Inputs x) {
+  x.resize((x.size() + 255) / 256 * 256, 0.5f);
+  return x;
+}
+
+UnaryFn in_vectors(const UnaryFn& f) {
+  return [f](const Tensor& t) { return f(t.reshape({t.numel(), 1}).expand({t.numel(), 2})).max({1}); };
+}
+
+TEST(Transcendentals, Exp) {  // all x; 1 ULP
+  check_unary(exp_inputs(), [](const Tensor& t) { return t.exp(); }, [](double v) { return std::exp(v); }, 1);
+}
+
+TEST(Transcendentals, ExpInVectorRegisters) {  // the same function on vectors; 1 ULP
+  const Inputs x = padded_to_tiles(exp_inputs());
+  const std::string source = kiln::codegen::to_program(
+      in_vectors([](const Tensor& t) { return t.exp(); })(tensor(x)).schedule().at(0).ast,
+      {&kiln::renderer::c_renderer(), 1, true, 64}).source;
+  EXPECT_NE(source.find("kiln_exp_float_x"), std::string::npos) << source;
+  check_unary(x, in_vectors([](const Tensor& t) { return t.exp(); }), [](double v) { return std::exp(v); }, 1);
 }
 
 TEST(Transcendentals, Exp2) {  // all x; 1 ULP
-  Inputs x = cat({grid(-152, 130, 200001), every_float(-160, 130, 200000, 3), every_float(-kMax, kMax, 20000, 4),
-                  specials()});
-  check_unary(x, [](const Tensor& t) { return t.exp2(); }, [](double v) { return std::exp2(v); }, 1);
+  check_unary(exp2_inputs(), [](const Tensor& t) { return t.exp2(); }, [](double v) { return std::exp2(v); }, 1);
+}
+
+TEST(Transcendentals, Exp2InVectorRegisters) {  // 1 ULP
+  check_unary(padded_to_tiles(exp2_inputs()), in_vectors([](const Tensor& t) { return t.exp2(); }), [](double v) { return std::exp2(v); },
+              1);
 }
 
 TEST(Transcendentals, Log) {  // all x; 1 ULP

@@ -8,8 +8,10 @@
 //   a LOAD whose address steps by 1 along it   → one vector LOAD
 //   + - * / and negation of floats             → the same op on vectors (scalars broadcast)
 //   max of floats                              → the same op on vectors
+//   exp and exp2 of float32                    → the same op on vectors (the C renderer
+//                                                defines them inline, c_math.cpp)
 //   a sum or max (REDUCE ADD/MAX) of such a value → a vector accumulator
-//   anything else (integer math, comparisons, selects, transcendental functions, gathers)
+//   anything else (integer math, comparisons, selects, other math functions, gathers)
 //                                              → VECTORIZE of per-lane copies, each reading its
 //                                                vector sources' lane (GEP)
 // and a STORE to a contiguous address stores the vector.
@@ -107,13 +109,15 @@ class Vectorizer {
     UOpRef out;
     const DType vec = u->dtype.vec(static_cast<int>(lanes_));
     static constexpr OpSet kVectorAlu{Ops::ADD, Ops::SUB, Ops::MUL, Ops::FDIV, Ops::NEG, Ops::MAX};
+    static constexpr OpSet kVectorMath{Ops::EXP, Ops::EXP2};
     if (u.get() == axis_) {
       std::vector<UOpRef> values;
       for (int64_t i = 0; i < lanes_; i++) values.push_back(UOp::const_(u->dtype, static_cast<double>(offset_ + i)));
       out = UOp::make(Ops::VECTORIZE, vec, std::move(values));
     } else if (vectorizable_dtype(u->dtype) && u->op == Ops::LOAD && contiguous(u->src[0])) {
       out = UOp::make(Ops::LOAD, vec, {first_lane(u->src[0])});
-    } else if (vectorizable_dtype(u->dtype) && kVectorAlu.has(u->op)) {
+    } else if (vectorizable_dtype(u->dtype) &&
+               (kVectorAlu.has(u->op) || (kVectorMath.has(u->op) && u->dtype.scalar == ScalarType::Float32))) {
       std::vector<UOpRef> src;
       for (const UOpRef& s : u->src) src.push_back(broadcast(value(s)));
       out = UOp::make(u->op, vec, std::move(src), u->arg);

@@ -1,4 +1,6 @@
 // C for the CPU (clang/gcc): GNU C with the compilers' vector extensions and builtins.
+#include "kiln/error.h"
+#include "renderer/c_math.h"
 #include "renderer/cstyle_renderer.h"
 
 namespace kiln::renderer {
@@ -34,8 +36,17 @@ CStyleLanguage c_language() {
       s += "  " + type + "* restrict data" + std::to_string(i) + " = (" + type + "*)bufs[" + std::to_string(i) + "];\n";
     return s;
   };
-  c.math = [](const std::string& f, bool is_double) {
+  // float exp and exp2 are defined inline (c_math.cpp); the rest are libm's, or libmvec's where
+  // clang vectorizes a loop of them.
+  c.math = [](const std::string& f, DType d, const std::string& type) {
+    const bool is_double = d.scalar == ScalarType::Float64;
+    if (auto inline_math = c_inline_math(f, type, d.count > 1); inline_math && !is_double) return inline_math->name;
+    if (d.count > 1) throw_error("C renderer: no vector version of ", f, " for ", type);
     return (f == "log" ? "kiln_" : "__builtin_") + f + (is_double ? "" : "f");
+  };
+  c.math_definition = [](const std::string& f, DType d, const std::string& type) {
+    auto inline_math = c_inline_math(f, type, d.count > 1);
+    return inline_math && d.scalar != ScalarType::Float64 ? inline_math->definition : std::string();
   };
   c.max = [](const std::string& a, const std::string& b, const std::string&) { return "KILN_MAX(" + a + ", " + b + ")"; };
   c.max_definition = [](const std::string&) { return std::string(); };

@@ -122,22 +122,30 @@ struct TypeNames {
   }
 };
 
+// The math function an op is, or nullptr.
+const char* math_function(Ops op) {
+  switch (op) {
+    case Ops::EXP: return "exp";
+    case Ops::EXP2: return "exp2";
+    case Ops::LOG: return "log";
+    case Ops::LOG2: return "log2";
+    case Ops::SIN: return "sin";
+    case Ops::COS: return "cos";
+    case Ops::SQRT: return "sqrt";
+    case Ops::TRUNC: return "trunc";
+    default: return nullptr;
+  }
+}
+
 std::string alu(const UOp* u, const std::unordered_map<const UOp*, std::string>& name, const TypeNames& t) {
   auto s = [&](size_t i) -> const std::string& { return name.at(u->src[i].get()); };
   DType in = u->src.empty() ? u->dtype : u->src[0]->dtype;
-  bool dbl = in.scalar == ScalarType::Float64;
-  auto math = [&](const char* f) { return t.lang.math(f, dbl) + "(" + s(0) + ")"; };
   auto bin = [&](const char* op) { return "(" + s(0) + op + s(1) + ")"; };
   std::string e;
+  if (const char* f = math_function(u->op)) e = t.lang.math(f, in, t.reg(in)) + "(" + s(0) + ")";
   switch (u->op) {
-    case Ops::EXP: e = math("exp"); break;
-    case Ops::EXP2: e = math("exp2"); break;
-    case Ops::LOG: e = math("log"); break;
-    case Ops::LOG2: e = math("log2"); break;
-    case Ops::SIN: e = math("sin"); break;
-    case Ops::COS: e = math("cos"); break;
-    case Ops::SQRT: e = math("sqrt"); break;
-    case Ops::TRUNC: e = math("trunc"); break;
+    case Ops::EXP: case Ops::EXP2: case Ops::LOG: case Ops::LOG2: case Ops::SIN: case Ops::COS: case Ops::SQRT:
+    case Ops::TRUNC: break;
     case Ops::RECIPROCAL: e = "(" + t.literal(1, u->dtype) + "/" + s(0) + ")"; break;
     case Ops::NEG: e = "(-" + s(0) + ")"; break;
     case Ops::ADD: e = bin("+"); break;
@@ -206,7 +214,7 @@ std::string CStyleRenderer::render(const Kernel& k) const {
   const TypeNames t{lang_};
   std::unordered_map<const UOp*, int> uses;
   bool halves = false;
-  std::set<std::string> vector_types, max_types;
+  std::set<std::string> vector_types, max_types, math_definitions;
   std::vector<std::pair<int64_t, std::string>> params;
   for (const UOpRef& u : k.linear) {
     for (const UOpRef& s : u->src) uses[s.get()]++;
@@ -219,6 +227,8 @@ std::string CStyleRenderer::render(const Kernel& k) const {
     }
     if (u->op == Ops::MAX && u->dtype.count > 1) vector_types.insert(t.vector_typedef(mask_type(u->dtype)));
     else if (u->op == Ops::MAX) max_types.insert(t.reg(u->dtype));
+    if (const char* f = math_function(u->op); f && lang_.math_definition)
+      math_definitions.insert(lang_.math_definition(f, u->dtype, t.reg(u->dtype)));
     if (u->op == Ops::PARAM) params.emplace_back(u->arg_as<int64_t>(), t.mem(u->dtype));
   }
   std::unordered_map<const UOp*, std::string> name;  // the expression or variable for each node
@@ -227,6 +237,7 @@ std::string CStyleRenderer::render(const Kernel& k) const {
   head << lang_.preamble << (halves ? kHalfPreamble : "");
   for (const std::string& type : max_types) head << lang_.max_definition(type);
   for (const std::string& type : vector_types) head << type;
+  for (const std::string& definition : math_definitions) head << definition;
   head << lang_.signature(k.name, params);
   if (lang_.thread_guard) head << lang_.thread_guard(k.threads);
   int depth = 1, counter = 0;

@@ -27,8 +27,11 @@ struct CStyleLanguage {
   // Lines after the signature that end the work items past the kernel's `threads` (CUDA launches
   // whole blocks); unset where a launch runs exactly `threads` of them.
   std::function<std::string(int64_t threads)> thread_guard;
-  // A one-argument math function, e.g. ("exp", double?) -> "__builtin_expf".
-  std::function<std::string(const std::string& f, bool is_double)> math;
+  // A one-argument math function on values of dtype `d` whose register type is `type` (a vector
+  // type where the language has vectors), e.g. ("exp", float32, "float") -> "__builtin_expf"; and
+  // what the kernel must define once to call it ("" or unset: nothing).
+  std::function<std::string(const std::string& f, DType d, const std::string& type)> math;
+  std::function<std::string(const std::string& f, DType d, const std::string& type)> math_definition;
   // max(a, b) where NaN wins (PyTorch's semantics) for values of type `type`, and the definitions
   // it needs once per kernel for that type ("" when the preamble has them).
   std::function<std::string(const std::string& a, const std::string& b, const std::string& type)> max;

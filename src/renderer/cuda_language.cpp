@@ -35,7 +35,7 @@ CStyleLanguage cuda_language() {
            " {\n  const int core_id = (int)(blockIdx.x * blockDim.x + threadIdx.x);\n";
   };
   cu.thread_guard = [](int64_t threads) { return "  if (core_id >= " + std::to_string(threads) + ") return;\n"; };
-  cu.math = [](const std::string& f, bool is_double) { return is_double ? f : f + "f"; };
+  cu.math = [](const std::string& f, DType d, const std::string&) { return d.scalar == ScalarType::Float64 ? f : f + "f"; };
   cu.max = [](const std::string& a, const std::string& b, const std::string& type) {
     return "kiln_max<" + type + ">(" + a + ", " + b + ")";
   };

@@ -40,7 +40,7 @@ CStyleLanguage opencl_language() {
         params, [](const std::string& type) { return "__global " + type + "* restrict"; }, "__global const uchar*");
     return "__kernel void " + kernel + args + " {\n  const int core_id = (int)get_global_id(0);\n";
   };
-  cl.math = [](const std::string& f, bool) { return f; };  // overloaded for float and double
+  cl.math = [](const std::string& f, DType, const std::string&) { return f; };  // overloaded for float and double
   // fmax would drop a NaN; PyTorch's max propagates it. One function per type, as OpenCL C has
   // neither __typeof__ nor statement expressions.
   cl.max = [](const std::string& a, const std::string& b, const std::string& type) {

@@ -116,7 +116,7 @@ Tensor Tensor::softmax(int axis) const {
   int a = normalize_axis(axis, "softmax");
   Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
   Tensor e = (x - x.max({a}, true)).exp();
-  return e / e.sum({a}, true);
+  return e * e.sum({a}, true).reciprocal();  // one division per row (as PyTorch), not per element
 }
 
 Tensor Tensor::log_softmax(int axis) const {
