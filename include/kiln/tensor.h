@@ -105,9 +105,10 @@ class Tensor {
   Tensor mod(const Tensor& o) const;
   Tensor neg() const;
   // Accuracy in float32, in ULPs from the exact result rounded to float32, for every input
-  // (tests/test_transcendentals.cpp measures it): exp2, log, log2 and rsqrt within 1; exp, sin and
-  // cos (any |x|: exact argument reduction) within 2 (with clang, loops of them call glibc's vector
-  // versions, libmvec; with gcc they are libm's, within 1); sqrt and reciprocal correctly rounded;
+  // (tests/test_transcendentals.cpp measures it): exp, exp2 (inline arithmetic on the CPU, in
+  // vector registers too), log, log2 and rsqrt within 1; sin and cos (any |x|: exact argument
+  // reduction) within 2 (with clang, loops of them call glibc's vector versions, libmvec; with gcc
+  // they are libm's, within 1); sqrt and reciprocal correctly rounded;
   // tanh within 2; tan and sigmoid within 3; pow within 1 (computed in float64), exact for integer exponents whenever the
   // result is a float (3^10 = 59049). tanh(±large) is exactly ±1; pow gives NaN for a negative base
   // (-inf too) with a non-integer exponent, and x^0 = 1 for every x. float64 uses libm's double

@@ -110,7 +110,7 @@ struct Toolchain {
   std::string version;               // its `--version` output, so upgrades invalidate the cache
 
   // Flags for this compiler only: clang turns loops and lanes of exp/log/sin/... into calls of
-  // glibc's vector math library (libmvec: 8 or 16 lanes per call) instead of one scalar call each.
+  // glibc's vector math library (libmvec: 4 or 8 lanes per call) instead of one scalar call each.
   std::vector<std::string> own_flags() const {
     if (version.find("clang") != std::string::npos) return {"-fveclib=libmvec"};
     return {};
