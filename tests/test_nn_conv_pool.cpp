@@ -228,6 +228,12 @@ const std::vector<ConvCase> kConvCases = {
     {"axes_conv1d", {1, 2, 9}, {3, 2, 3}, false, {.strides = {2}, .dilations = {2}, .pads = {{0, 3}}}},
     {"axes_conv3d", {1, 1, 5, 4, 6}, {2, 1, 2, 3, 1}, true,
      {.strides = {1, 2, 3}, .dilations = {2, 1, 1}, .pads = {{0, 1}, {1, 1}, {2, 0}}}},
+    // 16 or more input channels: the weight gradient is a matmul over channels-last copies
+    {"wide", {2, 16, 5, 6}, {3, 16, 3, 3}, true, {}},
+    {"wide_stride2_pad1", {2, 17, 7, 6}, {5, 17, 3, 2}, false, {.stride = 2, .padding = 1}},
+    {"wide_axes_dilation", {1, 16, 9, 8}, {2, 16, 3, 2}, true, {.strides = {2, 1}, .dilations = {1, 3}, .pads = {{1, 0}, {0, 2}}}},
+    {"wide_conv1d", {3, 20, 9}, {4, 20, 3}, true, {.stride = 2, .dilation = 2}},
+    {"wide_conv3d", {1, 16, 3, 4, 3}, {2, 16, 2, 2, 2}, false, {.padding = 1}},
 };
 
 // The op under test: the per-axis overload when the case has per-axis sizes, else the one-size one.
