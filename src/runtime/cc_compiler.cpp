@@ -34,10 +34,13 @@ namespace {
 // -ffp-contract=fast: a*b+c becomes one fused multiply-add (twice the arithmetic per cycle, and
 // one rounding instead of two).
 // -fwrapv: signed integer overflow wraps, which is what integer tensors mean.
+// -fno-unroll-loops: kiln unrolls itself (UPCAST, UNROLL opts). clang unrolling a register tile's
+// short inner loop on top of that interleaves the copies until the accumulators spill (a conv
+// weight gradient's 8x32 tile: 2.5x slower), and the unroller is a good part of a cold compile.
 // Arrays of literals are constant-initialized: a tensor realized during another file's static
 // initialization still compiles with every flag.
-constexpr std::array kCompileFlags = {"-O3",   "-march=native",      "-fPIC", "-fwrapv", "-ffp-contract=fast",
-                                      "-fno-math-errno", "-c",     "-x",      "c"};
+constexpr std::array kCompileFlags = {"-O3",     "-march=native",   "-fPIC",           "-fwrapv", "-ffp-contract=fast",
+                                      "-fno-math-errno", "-fno-unroll-loops", "-c", "-x", "c"};
 constexpr std::array kLinkFlags = {"-shared"};
 // libm for the math functions kernels call, libmvec for their vector versions (below); anything
 // from libc binds to the process's own.

@@ -239,7 +239,8 @@ Tensor conv_weight_gradient(const Tensor& x, const Tensor& g, const Shape& kerne
 // The gradient of conv_core(xp, w): for xp, the transposed convolution of the output gradient,
 // run as a plain convolution over that gradient dilated by the stride and padded explicitly into
 // a buffer, so its inner loop reads without bounds checks and vectorizes like the forward pass
-// (the sliding window's derived gradient sums gated reads instead); for w, the derived gradient.
+// (the sliding window's derived gradient sums gated reads instead); for w, with 16 or more input
+// channels a matmul over channels-last copies (conv_weight_gradient), else the derived gradient.
 void attach_conv_gradient(const Tensor& r, const Tensor& xp, const Tensor& w, const Shape& stride,
                           const Shape& dilation, int64_t groups) {
   UOpRef xp_node = xp.uop(), w_node = w.uop();
