@@ -205,20 +205,27 @@ TEST_F(Dispatch, DevicesAreNotConfused) {
   std::vector<std::string> names = runtime::device_names();
   if (std::find(names.begin(), names.end(), "CL") == names.end()) GTEST_SKIP() << "no second device (CL)";
   ref::NdArray a = ref::random({6}, 18);
+  auto on = [&](const std::string& device) {  // `a` in a buffer of `device`
+    Tensor t = kt::make(a).to(device);
+    t.realize();
+    return t;
+  };
   auto graph = [](const Tensor& x) { return x * 4.0f - 1.0f; };
   auto naive = ref::map(a, [](double v) { return 4 * v - 1; });
-  graph(kt::make(a)).realize();
-  graph(kt::make(a)).realize();
+  graph(on("CPU")).realize();
+  graph(on("CPU")).realize();
+  Tensor cl_input = on("CL"), cpu_input = on("CPU");  // (their own realizes may hit)
   const int64_t before = hits();
-  Tensor on_cl = graph(kt::make(a).to("CL"));
+  Tensor on_cl = graph(cl_input);
   on_cl.realize();
   EXPECT_EQ(hits(), before);
   EXPECT_EQ(on_cl.device(), "CL");
   EXPECT_TRUE(kt::matches(on_cl, naive));
-  Tensor again = graph(kt::make(a).to("CL"));
-  again.realize();
-  EXPECT_TRUE(kt::matches(again, naive));
-  EXPECT_EQ(again.device(), "CL");
+  Tensor on_cpu = graph(cpu_input);
+  on_cpu.realize();
+  EXPECT_EQ(hits(), before + 1);
+  EXPECT_EQ(on_cpu.device(), "CPU");
+  EXPECT_TRUE(kt::matches(on_cpu, naive));
 }
 
 TEST_F(Dispatch, ResultsNeverShareBuffers) {

@@ -95,58 +95,6 @@ namespace {
 
 std::atomic<int64_t> hits{0};
 
-size_t combine(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); }
-
-// Positions of the nodes a walk has reached, by address: open addressing, reused from walk to walk
-// (each walk bumps the stamp, which empties the table without touching it).
-class PositionTable {
- public:
-  void clear() {
-    if (slots_.empty()) slots_.resize(256);  // a power of two; grows with the largest graph walked
-    if (++stamp_ == 0) {  // wrapped: old stamps would look current
-      std::fill(slots_.begin(), slots_.end(), Slot{});
-      stamp_ = 1;
-    }
-    size_ = 0;
-  }
-  // The position stored for `u`, or kMissing.
-  uint32_t find(const UOp* u) const {
-    for (size_t i = index(u);; i = (i + 1) & (slots_.size() - 1)) {
-      const Slot& s = slots_[i];
-      if (s.stamp != stamp_) return kMissing;
-      if (s.key == u) return s.position;
-    }
-  }
-  void insert(const UOp* u, uint32_t position) {
-    if (2 * (size_ + 1) > slots_.size()) grow();
-    size_t i = index(u);
-    while (slots_[i].stamp == stamp_) i = (i + 1) & (slots_.size() - 1);
-    slots_[i] = {u, position, stamp_};
-    size_++;
-  }
-  static constexpr uint32_t kMissing = UINT32_MAX;
-
- private:
-  struct Slot {
-    const UOp* key = nullptr;
-    uint32_t position = 0;
-    uint32_t stamp = 0;
-  };
-  size_t index(const UOp* u) const { return (reinterpret_cast<uintptr_t>(u) >> 4) * 0x9e3779b97f4a7c15ULL >> 20 & (slots_.size() - 1); }
-  void grow() {
-    std::vector<Slot> old = std::move(slots_);
-    const uint32_t old_stamp = stamp_;
-    slots_.assign(old.size() * 2, {});
-    stamp_ = 1;
-    size_ = 0;
-    for (const Slot& s : old)
-      if (s.stamp == old_stamp) insert(s.key, s.position);
-  }
-  std::vector<Slot> slots_;
-  uint32_t stamp_ = 0;
-  size_t size_ = 0;
-};
-
 // The plans, by structure hash; the least recently used goes when the cache is full.
 class PlanCache {
  public:
@@ -206,67 +154,38 @@ UOpRef placeholder(uint32_t slot, DType dtype, int64_t size, const std::string& 
 
 }  // namespace
 
-void GraphWalk::read(const std::vector<UOpRef>& root_refs) {
-  thread_local PositionTable seen;
-  thread_local std::vector<std::pair<const UOp*, uint32_t>> stack;  // a node and its next source
-  nodes.clear();
-  edges.clear();
-  roots.clear();
-  inputs.clear();
-  hash = 0;
-  seen.clear();
-  stack.clear();
-  for (const UOpRef& root : root_refs) {
-    if (seen.find(root.get()) == PositionTable::kMissing) stack.push_back({root.get(), 0});
-    while (!stack.empty()) {
-      auto& [u, next] = stack.back();
-      if (next < u->src.size()) {
-        const UOp* s = u->src[next++].get();
-        if (seen.find(s) == PositionTable::kMissing) stack.push_back({s, 0});
-        continue;
-      }
-      // every source has its position now: u takes the next one
-      const UOp* node = u;
-      stack.pop_back();
-      seen.insert(node, static_cast<uint32_t>(nodes.size()));
-      size_t h = combine(static_cast<size_t>(node->op), static_cast<size_t>(node->dtype.scalar) << 16 |
-                                                            size_t{node->dtype.count} << 1 | node->dtype.ptr);
-      for (const UOpRef& s : node->src) {
-        edges.push_back(seen.find(s.get()));
-        h = combine(h, edges.back());
-      }
-      if (node->op == Ops::BUFFER) {
-        const BufferArg& b = node->arg_as<BufferArg>();
-        const auto input = static_cast<uint32_t>(inputs.size());
-        nodes.push_back({node, input});
-        inputs.push_back(node);
-        h = combine(combine(combine(h, input), static_cast<size_t>(b.size)), std::hash<std::string>()(b.device));
-      } else {
-        nodes.push_back({node, kNotInput});
-        h = combine(h, hash_arg(node->arg));
-      }
-      hash = combine(hash, h);
-    }
-    roots.push_back(seen.find(root.get()));
-  }
-  hash = combine(hash, roots.size());
-  for (uint32_t r : roots) hash = combine(hash, r);
+namespace {
+
+// Walks no dispatch uses, for the next ones. Not thread_local: a realize may run during static
+// teardown, after the thread's objects are gone.
+struct WalkPool {
+  std::mutex mu;
+  std::vector<std::unique_ptr<GraphWalk>> free;
+};
+WalkPool& walk_pool() {
+  static WalkPool* p = new WalkPool();  // never destroyed, as above
+  return *p;
 }
 
-namespace {
-thread_local std::vector<std::unique_ptr<GraphWalk>> free_walks;
 }  // namespace
 
-void Dispatch::ReturnWalk::operator()(GraphWalk* w) const { free_walks.emplace_back(w); }
+void Dispatch::ReturnWalk::operator()(GraphWalk* w) const {
+  WalkPool& pool = walk_pool();
+  std::lock_guard lock(pool.mu);
+  pool.free.emplace_back(w);
+}
 
 Dispatch::Dispatch(const std::vector<UOpRef>& roots, std::string device, uint64_t generation)
     : device_(std::move(device)), generation_(generation) {
-  if (free_walks.empty()) {
-    walk_.reset(new GraphWalk());
-  } else {
-    walk_.reset(free_walks.back().release());
-    free_walks.pop_back();
+  {
+    WalkPool& pool = walk_pool();
+    std::lock_guard lock(pool.mu);
+    if (!pool.free.empty()) {
+      walk_.reset(pool.free.back().release());
+      pool.free.pop_back();
+    }
   }
+  if (!walk_) walk_.reset(new GraphWalk());
   walk_->read(roots);
 }
 
@@ -314,7 +233,7 @@ void Dispatch::run(const std::unordered_set<const UOp*>& needed) const {
         if (stand_in.second == slot && (r.is_root || needed.count(walk_->nodes[r.node].uop))) return true;
     return false;
   };
-  thread_local std::vector<const UOp*> buffers;
+  std::vector<const UOp*> buffers;
   for (size_t c = 0; c < plan.launches.size(); c++) {
     const DispatchPlan::Launch& l = plan.launches[c];
     buffers.clear();

@@ -15,31 +15,13 @@
 #include <unordered_set>
 #include <vector>
 
+#include "engine/graph_walk.h"
 #include "kiln/ir/uop.h"
 #include "schedule/schedule.h"
 
 namespace kiln::engine {
 
 struct DispatchPlan;
-
-// The structure of a realize() graph, read in one walk without building anything: its nodes in
-// post-order (sources first, each once), the sources of each as positions in that order, and its
-// input BUFFERs numbered by first appearance.
-struct GraphWalk {
-  static constexpr uint32_t kNotInput = UINT32_MAX;
-  struct Node {
-    const UOp* uop;
-    uint32_t input;  // its input number if it is a BUFFER, else kNotInput
-  };
-  std::vector<Node> nodes;
-  std::vector<uint32_t> edges;  // the sources of every node, in order: each node has uop->src.size()
-  std::vector<uint32_t> roots;  // the position of each root
-  std::vector<const UOp*> inputs;
-  size_t hash = 0;              // of the structure: equal for graphs that differ only in their inputs
-
-  // Forgets the last walk (keeping the memory) and walks `roots`.
-  void read(const std::vector<UOpRef>& roots);
-};
 
 // One realize() through the cache.
 class Dispatch {

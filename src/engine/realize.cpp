@@ -59,9 +59,8 @@ std::vector<viz::BufferUse> viz_buffers(const KernelCall& call) {
 
 // Launches one kernel; returns its seconds.
 double launch(const CompiledKernel& k, runtime::Device& device, std::span<const UOp* const> buffers, int debug) {
-  // launches never nest, so one thread's argument list serves them all without allocating
-  thread_local std::vector<void*> bufs;
-  bufs.clear();
+  std::vector<void*> bufs;
+  bufs.reserve(buffers.size());
   int64_t bytes = 0;
   for (const UOp* b : buffers) {
     bufs.push_back(buffer_address(*b));
