@@ -228,6 +228,23 @@ TEST_F(Dispatch, DevicesAreNotConfused) {
   EXPECT_TRUE(kt::matches(on_cpu, naive));
 }
 
+TEST_F(Dispatch, TheLeastRecentlyUsedPlanMakesRoom) {
+  ref::NdArray a = ref::random({3}, 23);
+  auto graph = [](const Tensor& x, int k) { return x + static_cast<float>(k); };  // a structure per k
+  auto naive = [&](int k) { return ref::map(a, [k](double v) { return v + k; }); };
+  graph(kt::make(a), 0).realize();
+  for (int k = 1; k <= 70; k++) graph(kt::make(a), k).realize();  // more structures than the cache holds
+  const int64_t before = hits();
+  Tensor first = graph(kt::make(a), 0);
+  first.realize();
+  EXPECT_EQ(hits(), before) << "the oldest plan was dropped";
+  EXPECT_TRUE(kt::matches(first, naive(0)));
+  Tensor recent = graph(kt::make(a), 70);
+  recent.realize();
+  EXPECT_EQ(hits(), before + 1) << "a recent plan is still there";
+  EXPECT_TRUE(kt::matches(recent, naive(70)));
+}
+
 TEST_F(Dispatch, ResultsNeverShareBuffers) {
   ref::NdArray a = ref::random({4}, 19), b = ref::random({4}, 20);
   Tensor ta = kt::make(a), tb = kt::make(b);
