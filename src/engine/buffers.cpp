@@ -33,7 +33,9 @@ struct Store {
   // for a large output costs as much as the kernel itself (tinygrad's LRU allocator does the same).
   using Shelf = std::pair<runtime::Device*, size_t>;  // device, bytes
   struct ShelfHash {
-    size_t operator()(const Shelf& s) const { return std::hash<const void*>()(s.first) ^ std::hash<size_t>()(s.second) * 31; }
+    size_t operator()(const Shelf& s) const {
+      return std::hash<const void*>()(s.first) ^ std::hash<size_t>()(s.second) * 31;
+    }
   };
   std::unordered_map<Shelf, std::vector<void*>, ShelfHash> free_list;
   int64_t cached_bytes = 0;

@@ -245,7 +245,8 @@ void Dispatch::run(const std::unordered_set<const UOp*>& needed) const {
 }
 
 void Dispatch::record(const schedule::Schedule& s) const {
-  auto plan = std::make_shared<DispatchPlan>(DispatchPlan{GraphShape(*walk_), device_, generation_, walk_->inputs.size(), {}, {}, {}, {}});
+  auto plan = std::make_shared<DispatchPlan>(
+      DispatchPlan{GraphShape(*walk_), device_, generation_, walk_->inputs.size(), {}, {}, {}, {}});
   std::unordered_map<const UOp*, uint32_t> slot_of;
   for (size_t i = 0; i < walk_->inputs.size(); i++) slot_of[walk_->inputs[i]] = static_cast<uint32_t>(i);
   // the schedule's own buffers become the made slots, in order of first use

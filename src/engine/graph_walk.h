@@ -45,7 +45,10 @@ class PositionTable {
     uint32_t position = 0;
     uint32_t stamp = 0;
   };
-  size_t index(const UOp* u) const { return (reinterpret_cast<uintptr_t>(u) >> 4) * 0x9e3779b97f4a7c15ULL >> 20 & (slots_.size() - 1); }
+  // Fibonacci hashing of the address (nodes are 16-byte aligned: the low bits say nothing)
+  size_t index(const UOp* u) const {
+    return (reinterpret_cast<uintptr_t>(u) >> 4) * 0x9e3779b97f4a7c15ULL >> 20 & (slots_.size() - 1);
+  }
   void grow() {
     std::vector<Slot> old = std::move(slots_);
     const uint32_t old_stamp = stamp_;
