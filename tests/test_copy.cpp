@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/buffers.h"
+#include "engine/dispatch_cache.h"
 #include "engine/kernel_cache.h"
 #include "error_message.h"
 #include "kiln/kiln.h"
@@ -275,9 +276,11 @@ TEST_F(Copy, ScheduleCacheReusesSchedulesWithCopies) {
   auto f = [](const Tensor& x) { return (x.to("CL") - 1.0f).to("CPU"); };
   std::vector<float> a = {1, 2, 3}, b = {10, 20, 30};
   EXPECT_EQ(f(Tensor::from_vector<float>(a, {3})).to_vector<float>(), (std::vector<float>{0, 1, 2}));
-  const int64_t hits = kiln::schedule::schedule_cache_hits();
+  // the dispatch cache (realize's fast path) answers before the schedule cache is asked
+  auto reused = [] { return kiln::schedule::schedule_cache_hits() + kiln::engine::dispatch_cache_hits(); };
+  const int64_t hits = reused();
   EXPECT_EQ(f(Tensor::from_vector<float>(b, {3})).to_vector<float>(), (std::vector<float>{9, 19, 29}));
-  EXPECT_GT(kiln::schedule::schedule_cache_hits(), hits);
+  EXPECT_GT(reused(), hits);
 }
 
 }  // namespace

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -32,7 +31,13 @@ struct Store {
   std::unordered_map<int64_t, Allocation> by_id;
   // Freed memory kept for reuse by size: fresh pages cost a page fault each on first touch, which
   // for a large output costs as much as the kernel itself (tinygrad's LRU allocator does the same).
-  std::map<std::pair<runtime::Device*, size_t>, std::vector<void*>> free_list;
+  using Shelf = std::pair<runtime::Device*, size_t>;  // device, bytes
+  struct ShelfHash {
+    size_t operator()(const Shelf& s) const {
+      return std::hash<const void*>()(s.first) ^ std::hash<size_t>()(s.second) * 31;
+    }
+  };
+  std::unordered_map<Shelf, std::vector<void*>, ShelfHash> free_list;
   int64_t cached_bytes = 0;
 
   void* take(runtime::Device& dev, size_t bytes) {

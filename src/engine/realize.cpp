@@ -57,15 +57,15 @@ std::vector<viz::BufferUse> viz_buffers(const KernelCall& call) {
   return out;
 }
 
-// Launches one call; returns its seconds.
-double launch(const KernelCall& call, int debug) {
+// Launches one kernel; returns its seconds.
+double launch(const CompiledKernel& k, runtime::Device& device, std::span<const UOp* const> buffers, int debug) {
   std::vector<void*> bufs;
+  bufs.reserve(buffers.size());
   int64_t bytes = 0;
-  for (const UOpRef& b : call.buffers) {
+  for (const UOp* b : buffers) {
     bufs.push_back(buffer_address(*b));
     bytes += static_cast<int64_t>(buffer_bytes(*b));
   }
-  const CompiledKernel& k = *call.kernel;
   double seconds;
   {
     profile::Scope timed("launch", k.program.name, bytes);
@@ -77,15 +77,14 @@ double launch(const KernelCall& call, int debug) {
   GlobalCounters::time_sum_s += seconds;
   if (debug >= 2)
     fprintf(stderr, "*** %-6s %4lld %s arg %2zu mem %6.2f GB tm %10.2fus/%10.2fms (%9.2f GFLOPS %7.1f GB/s)\n",
-            call.device->name().c_str(), (long long)GlobalCounters::kernel_count,
-            pad(k.program.display_name, 30).c_str(), bufs.size(), GlobalCounters::mem_used / 1e9, seconds * 1e6,
-            GlobalCounters::time_sum_s * 1e3, k.program.flops / seconds / 1e9, bytes / seconds / 1e9);
+            device.name().c_str(), (long long)GlobalCounters::kernel_count, pad(k.program.display_name, 30).c_str(),
+            buffers.size(), GlobalCounters::mem_used / 1e9, seconds * 1e6, GlobalCounters::time_sum_s * 1e3,
+            k.program.flops / seconds / 1e9, bytes / seconds / 1e9);
   return seconds;
 }
 
 // Runs one copy between devices; returns its seconds.
-double run_copy(const KernelCall& call, int debug) {
-  const UOp &dst = *call.buffers[0], &src = *call.buffers[1];
+double run_copy(runtime::Device& device, const UOp& dst, const UOp& src, int debug) {
   const std::string name = schedule::copy_name(dst, src);
   const auto bytes = static_cast<int64_t>(buffer_bytes(dst));
   auto start = std::chrono::steady_clock::now();
@@ -97,26 +96,32 @@ double run_copy(const KernelCall& call, int debug) {
   GlobalCounters::global_mem += bytes;
   GlobalCounters::time_sum_s += seconds;
   if (debug >= 2)
-    fprintf(stderr, "*** %-6s %4lld %s arg %2zu mem %6.2f GB tm %10.2fus/%10.2fms (%9.2f GB/s)\n",
-            call.device->name().c_str(), (long long)GlobalCounters::kernel_count, pad(name, 30).c_str(),
-            call.buffers.size(), GlobalCounters::mem_used / 1e9, seconds * 1e6, GlobalCounters::time_sum_s * 1e3,
-            bytes / seconds / 1e9);
+    fprintf(stderr, "*** %-6s %4lld %s arg %2d mem %6.2f GB tm %10.2fus/%10.2fms (%9.2f GB/s)\n",
+            device.name().c_str(), (long long)GlobalCounters::kernel_count, pad(name, 30).c_str(), 2,
+            GlobalCounters::mem_used / 1e9, seconds * 1e6, GlobalCounters::time_sum_s * 1e3, bytes / seconds / 1e9);
   return seconds;
 }
 
 }  // namespace
 
-void run_calls(const std::vector<KernelCall>& calls, const std::unordered_set<const UOp*>& keep) {
+double run_call(const CompiledKernel* kernel, runtime::Device& device, std::span<const UOp* const> buffers) {
   const int debug = env::debug_level();
+  return kernel ? launch(*kernel, device, buffers, debug) : run_copy(device, *buffers[0], *buffers[1], debug);
+}
+
+void run_calls(const std::vector<KernelCall>& calls, const std::unordered_set<const UOp*>& keep) {
   // A JIT capture keeps every buffer: results of kernels that depend on no input are reused by
   // the replays.
-  std::vector<std::vector<const UOp*>> releases =
+  const std::vector<std::vector<const UOp*>> releases =
       capture_sink ? std::vector<std::vector<const UOp*>>(calls.size()) : releases_after(calls, keep);
   viz::ScheduleRun viz_run;
   if (trace::enabled()) viz_run.context = trace::current_context();
+  std::vector<const UOp*> buffers;
   for (size_t c = 0; c < calls.size(); c++) {
     const KernelCall& call = calls[c];
-    const double seconds = call.is_copy() ? run_copy(call, debug) : launch(call, debug);
+    buffers.clear();
+    for (const UOpRef& b : call.buffers) buffers.push_back(b.get());
+    const double seconds = run_call(call.kernel, *call.device, buffers);
     if (trace::enabled()) {
       std::string name = call.is_copy() ? schedule::copy_name(*call.buffers[0], *call.buffers[1]) : call.kernel->program.name;
       viz_run.launches.push_back({std::move(name), call.is_copy() ? -1 : call.kernel->viz_id, viz_buffers(call), seconds});

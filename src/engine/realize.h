@@ -1,6 +1,7 @@
 #pragma once
 // The engine pairs the stages: schedule → codegen → renderer → runtime. It compiles each kernel
 // once per process (and the runtime's disk cache makes that once per machine), then launches.
+#include <span>
 #include <unordered_set>
 #include <vector>
 
@@ -30,6 +31,9 @@ void run_schedule(const schedule::Schedule& s, const std::unordered_set<const UO
 // Launches `calls` in order. Buffers they write that `keep` does not hold are intermediates: their
 // memory is reused as soon as their last reader has run (the memory planner).
 void run_calls(const std::vector<KernelCall>& calls, const std::unordered_set<const UOp*>& keep);
+// Runs one call of run_calls over `buffers` (the kernel's PARAMs; a copy's destination, source),
+// with the same counters and DEBUG=2 line; returns its seconds. The dispatch cache launches so.
+double run_call(const CompiledKernel* kernel, runtime::Device& device, std::span<const UOp* const> buffers);
 
 // While a sink is set, every call run_calls launches is also appended to it (JIT capture).
 void set_capture(std::vector<KernelCall>* sink);

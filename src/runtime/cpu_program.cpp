@@ -37,8 +37,13 @@ double CpuProgram::launch(const std::vector<void*>& bufs, const std::vector<int6
   void** bufs_ptr = const_cast<void**>(bufs.data());
 
   auto start = std::chrono::steady_clock::now();
-  KernelFn fn = fn_;
-  ThreadPool::global().run(n_cores, [&](int core_id) { fn(bufs_ptr, vals_ptr, core_id); }, name_);
+  // The task captures one pointer so that std::function holds it without allocating.
+  struct Call {
+    KernelFn fn;
+    void** bufs;
+    const long long* vals;
+  } call{fn_, bufs_ptr, vals_ptr};
+  ThreadPool::global().run(n_cores, [&call](int core_id) { call.fn(call.bufs, call.vals, core_id); }, name_);
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 

@@ -1,5 +1,6 @@
 #include "support/env.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -30,7 +31,23 @@ std::optional<std::string> lookup(const std::string& name) {
   return it->second;
 }
 
+std::atomic<uint64_t> changes{0};
+
 }  // namespace
+
+uint64_t generation() { return changes.load(std::memory_order_acquire); }
+
+int debug_level() {
+  // One word holds both, so no thread pairs a level with the wrong generation: the generation + 1
+  // it was read in (0: never read) above, the level below.
+  static std::atomic<uint64_t> cached{0};
+  const uint64_t now = (generation() + 1) & 0xffffffffu;
+  const uint64_t c = cached.load(std::memory_order_acquire);
+  if (c >> 32 == now) [[likely]] return static_cast<int32_t>(static_cast<uint32_t>(c));
+  const int level = get_int("DEBUG", 0);
+  cached.store(now << 32 | static_cast<uint32_t>(level), std::memory_order_release);
+  return level;
+}
 
 int get_int(const std::string& name, int default_value) {
   auto v = lookup(name);
@@ -53,11 +70,13 @@ ScopedEnv::ScopedEnv(std::string name, std::string value) : name_(std::move(name
   previous_ = prev.value_or("");
   std::lock_guard lock(store().mu);
   store().values[name_] = std::move(value);
+  changes.fetch_add(1, std::memory_order_acq_rel);
 }
 
 ScopedEnv::~ScopedEnv() {
   std::lock_guard lock(store().mu);
   store().values[name_] = had_value_ ? std::optional<std::string>(previous_) : std::nullopt;
+  changes.fetch_add(1, std::memory_order_acq_rel);
 }
 
 }  // namespace kiln::env

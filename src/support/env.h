@@ -1,6 +1,7 @@
 #pragma once
 // Settings read from the environment in one place (DEBUG, NOOPT, BEAM, DEV, KILN_CACHE, CC, ...).
 // Each is read once at first use; tests may override a value for a scope with ScopedEnv.
+#include <cstdint>
 #include <string>
 
 namespace kiln::env {
@@ -24,6 +25,11 @@ class ScopedEnv {
   std::string previous_;
 };
 
-inline int debug_level() { return get_int("DEBUG", 0); }
+// Counts the changes ScopedEnv has made: a cache of anything derived from settings stays valid
+// while the generation it was built in is current.
+uint64_t generation();
+
+// DEBUG. Every launch asks it, so it is kept until the settings change rather than looked up.
+int debug_level();
 
 }  // namespace kiln::env

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "engine/buffers.h"
+#include "engine/dispatch_cache.h"
 #include "engine/realize.h"
 #include "kiln/error.h"
 #include "kiln/ir/pattern_matcher.h"
@@ -178,10 +179,18 @@ void Tensor::realize(const std::vector<Tensor>& tensors) {
     if (!(schedule::is_buffer_view(u.get()) && schedule::strip_contiguous(u) == u)) roots.push_back(std::move(u));
   }
   if (roots.empty()) return;
+  std::optional<engine::Dispatch> dispatch = engine::Dispatch::lookup(roots);
+  if (dispatch && dispatch->hit()) {
+    dispatch->run(dispatch->realizes_beyond_roots() ? TensorRegistry::get().in_use(dispatch->becomes())
+                                                    : std::unordered_set<const UOp*>{});
+    TensorRegistry::get().apply(dispatch->becomes());
+    return;
+  }
   static std::atomic<int64_t> realizes{0};
   trace::Context viz_context([&] { return "schedule " + std::to_string(++realizes); });
   schedule::Schedule s = engine::schedule(roots);
   engine::run_schedule(s, TensorRegistry::get().in_use(s.becomes));
+  if (dispatch) dispatch->record(s);
   TensorRegistry::get().apply(s.becomes);
 }
 
