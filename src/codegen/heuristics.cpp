@@ -84,6 +84,34 @@ int64_t chunk_count(int64_t n, int64_t lanes) {
   return count;
 }
 
+// A conv's tile of output channels x a row of pixels loads, per step of the reduction, one weight
+// per channel and the row's vector chunks. Half the channels and two rows make as many
+// accumulators from fewer loads (4 + 2x2 instead of 8 + 2 for a 24-wide row) while the first pick's
+// chunks are fewer than half the second pick: a third pick of 2 on an output loop whose loads all
+// move with the first pick too (the next output row), the second pick halved. ~1.3x on the MNIST
+// CNN's 5x5 convolutions.
+template <class Depends>
+void add_row_pair(std::vector<std::pair<const UOp*, int64_t>>& picks, const std::vector<const UOp*>& outputs,
+                  size_t n_loads, const Depends& depends, int64_t lanes) {
+  auto& [first, first_amt] = picks[0];
+  auto& [second, second_amt] = picks[1];
+  if (second_amt % 2 != 0 || second_amt / 2 <= chunk_count(first_amt, lanes)) return;
+  for (auto it = outputs.rbegin(); it != outputs.rend(); ++it) {
+    if (*it == first || *it == second || range_size(*it) % 2 != 0) continue;
+    bool moves_with_first = false, only_with_first = true;
+    for (size_t i = 0; i < n_loads; i++)
+      if (depends(*it, i)) {
+        moves_with_first = true;
+        only_with_first &= depends(first, i);
+      }
+    if (moves_with_first && only_with_first) {
+      second_amt /= 2;
+      picks.push_back({*it, 2});
+      return;
+    }
+  }
+}
+
 // Register tiling for reductions, as a BLAS micro-kernel: upcast an output loop that some loads do
 // not depend on (those loads are then shared by every copy), innermost first, then a second loop
 // that the first one's loads do not depend on (matmul: a column block and a row block; conv: output
@@ -134,6 +162,7 @@ std::vector<std::pair<const UOp*, int64_t>> choose_upcasts(const UOpRef& ast, in
         break;
       }
     }
+    if (picks.size() == 2) add_row_pair(picks, outputs, n_loads, depends, std::max<int64_t>(lanes, 1));
     return picks;
   }
   // no reuse: the innermost loop by 8 and the outermost by 4 give independent accumulators
