@@ -85,17 +85,18 @@ int64_t chunk_count(int64_t n, int64_t lanes) {
 }
 
 // A conv's tile of output channels x a row of pixels loads, per step of the reduction, one weight
-// per channel and the row's vector chunks. Half the channels and two rows make as many
-// accumulators from fewer loads (4 + 2x2 instead of 8 + 2 for a 24-wide row) while the first pick's
-// chunks are fewer than half the second pick: a third pick of 2 on an output loop whose loads all
-// move with the first pick too (the next output row), the second pick halved. ~1.3x on the MNIST
-// CNN's 5x5 convolutions.
+// per channel and the row's vector chunks. When the row is several chunks (24 wide: 16 + 8), half
+// the channels and two rows make as many accumulators from fewer loads (4 + 2x2 instead of 8 + 2):
+// a third pick of 2 on an output loop whose loads all move with the first pick too (the next
+// output row), the second pick halved. ~1.3x on the MNIST CNN's 5x5 convolutions; with a row of
+// one chunk (a block of 8 pixels) measured slower, so not then.
 template <class Depends>
 void add_row_pair(std::vector<std::pair<const UOp*, int64_t>>& picks, const std::vector<const UOp*>& outputs,
                   size_t n_loads, const Depends& depends, int64_t lanes) {
   auto& [first, first_amt] = picks[0];
   auto& [second, second_amt] = picks[1];
-  if (second_amt % 2 != 0 || second_amt / 2 <= chunk_count(first_amt, lanes)) return;
+  const int64_t chunks = chunk_count(first_amt, lanes);
+  if (chunks < 2 || second_amt % 2 != 0 || second_amt / 2 <= chunks) return;
   for (auto it = outputs.rbegin(); it != outputs.rend(); ++it) {
     if (*it == first || *it == second || range_size(*it) % 2 != 0) continue;
     bool moves_with_first = false, only_with_first = true;
