@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "codegen/codegen.h"
+#include "codegen/opt.h"
 #include "gradcheck.h"
 #include "kiln/dtype.h"
 #include "kiln/error.h"
@@ -275,6 +277,22 @@ TEST_P(ConvTest, GradientsMatchFiniteDifferences) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Conv, ConvTest, ::testing::ValuesIn(kConvCases), conv_name);
+
+TEST(Conv, RegisterTileTakesTwoOutputRowsWhenARowIsSeveralVectors) {
+  // 24-wide output rows are 16 + 8 lanes: the tile is 4 channels x 2 rows x 24 pixels (heuristics.cpp)
+  NdArray x = ref::random({2, 32, 28, 28}, 7), w = ref::random({32, 32, 5, 5}, 8);
+  Tensor out = kt::make(x).conv2d(kt::make(w));
+  std::vector<kiln::ScheduleItem> items = out.schedule();
+  ASSERT_EQ(items.size(), 1u);
+  kiln::codegen::Program p = kiln::codegen::to_program(items[0].ast, {&kiln::renderer::c_renderer(), 2, true, 64});
+  std::vector<std::string> upcasts;
+  for (const kiln::codegen::Opt& o : p.opts)
+    if (o.op == kiln::codegen::OptOp::UPCAST) upcasts.push_back(o.str());
+  EXPECT_EQ(upcasts.size(), 3u) << kiln::codegen::opts_to_string(p.opts);
+  EXPECT_NE(std::find(upcasts.begin(), upcasts.end(), "UPCAST(axis=2, amt=2)"), upcasts.end())
+      << kiln::codegen::opts_to_string(p.opts);
+  EXPECT_TRUE(kt::matches(out, conv_ref(x, w, std::nullopt, {})));
+}
 
 const std::vector<ConvCase> kConvTransposeCases = {
     {"basic", {1, 2, 3, 3}, {2, 3, 3, 3}, true, {}},
