@@ -53,9 +53,8 @@ double bench_matmul(int64_t n, int beam) {
   // The same kernel with BEAM's opts (the search runs in the warm-up realize).
   double beam_gflops = 0;
   if (beam > 0) {
-    setenv("BEAM", std::to_string(beam).c_str(), 1);
+    kiln::Context with_beam({{"BEAM", beam}});
     beam_gflops = flops / best_kernel_seconds([&] { return x.matmul(y); }, reps) / 1e9;
-    unsetenv("BEAM");
     figures.add(key + "_beam_gflops", beam_gflops);
   }
   std::printf("matmul %5lld float32        kiln %8.2f GFLOP/s  BEAM=%d %8.2f", static_cast<long long>(n), kiln_gflops,

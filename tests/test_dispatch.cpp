@@ -201,6 +201,27 @@ TEST_F(Dispatch, SettingsRetirePlans) {
   }
 }
 
+TEST_F(Dispatch, APublicContextRetiresPlansAndRestoresSettings) {
+  // kiln::Context (kiln/context.h) is how a program changes a setting after kiln has read it
+  ref::NdArray a = ref::random({32}, 18);
+  auto graph = [](const Tensor& x) { return (x * 0.75f).sum(); };
+  graph(kt::make(a)).realize();
+  const int64_t before = hits();
+  {
+    Context ctx({{"NOOPT", 1}, {"SPLIT_REDUCEOP", "0"}});
+    EXPECT_EQ(env::get_int("NOOPT", 0), 1);
+    EXPECT_EQ(env::get_string("SPLIT_REDUCEOP"), "0");
+    Tensor t = graph(kt::make(a));
+    t.realize();
+    EXPECT_EQ(hits(), before) << "a plan made under other settings is not used";
+    EXPECT_TRUE(kt::matches(t, ref::sum(ref::map(a, [](double v) { return 0.75 * v; }))));
+  }
+  EXPECT_EQ(env::get_int("NOOPT", 0), 0) << "restored after the scope";
+  graph(kt::make(a)).realize();
+  graph(kt::make(a)).realize();
+  EXPECT_EQ(hits(), before + 1);
+}
+
 TEST_F(Dispatch, DevicesAreNotConfused) {
   std::vector<std::string> names = runtime::device_names();
   if (std::find(names.begin(), names.end(), "CL") == names.end()) GTEST_SKIP() << "no second device (CL)";

@@ -1,5 +1,6 @@
 #pragma once
 // kiln: one header for the whole public API.
+#include "kiln/context.h"
 #include "kiln/counters.h"
 #include "kiln/device.h"
 #include "kiln/dtype.h"
