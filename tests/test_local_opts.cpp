@@ -243,7 +243,12 @@ TEST(LocalOpts, HeuristicsPickWorkGroupsAndMatchNaiveLoops) {
   EXPECT_TRUE(has(opts_of(ca.matmul(cb)), OptOp::LOCAL));
   EXPECT_TRUE(has(opts_of(ca.sum()), OptOp::GROUP));
   EXPECT_TRUE(has(opts_of(ca.exp()), OptOp::LOCAL));
+  // a target that prefers loops (PoCL's) gets the CPU's opts
+  codegen::Target loops = target;
+  loops.prefer_work_groups = false;
+  for (const Opt& o : codegen::hand_coded_opts(ca.matmul(cb).schedule().at(0).ast, loops)) EXPECT_FALSE(is_work_group_opt(o));
   const std::vector<float> av = a.to_vector<float>(), bv = b.to_vector<float>();
+  env::ScopedEnv locals("LOCALS", "1");  // the engine uses them even where the device prefers loops (PoCL)
   const std::vector<float> mm = ca.matmul(cb).to_vector<float>(), total = ca.sum().to_vector<float>();
   const std::vector<float> rows = ca.softmax(1).to_vector<float>(), e = ca.exp().to_vector<float>();
   double sum = 0;

@@ -123,6 +123,11 @@ class Device {
   // GROUP opts for the device.
   virtual int max_local_size() const;
   virtual int64_t local_memory_bytes() const;
+  // Whether kiln's own choice of opts should use those work-groups: true (the default, when it has
+  // them) where a group's work-items run side by side (GPUs). A device that runs them one after the
+  // other (a CPU-type OpenCL device, PoCL) says false and gets the CPU's loop opts; BEAM search and
+  // env LOCALS=1 still use its work-groups.
+  virtual bool prefers_work_groups() const;
   // The kernel language its compiler takes, which picks the renderer that writes its kernels:
   // "C" (the default: GNU C for clang or gcc, see Program::launch for the calling convention),
   // "OpenCL" (OpenCL C) or "CUDA" (CUDA C++ for NVRTC). Any other name fails when kiln first

@@ -33,6 +33,7 @@ struct Target {
   int vector_bytes = 0;      // widest SIMD register (64 with AVX-512); 0: scalar code only
   int max_local_size = 0;    // work-items per work-group; 0: no work-groups (C), no LOCAL or GROUP
   int64_t local_memory_bytes = 0;  // local (__shared__) memory per work-group
+  bool prefer_work_groups = true;  // whether hand_coded_opts uses them (else the CPU's loop opts)
 };
 
 // UPCAST ranges → copies of the statements that use them, one per value of the range; the

@@ -235,7 +235,17 @@ std::vector<Opt> work_group_opts(const UOpRef& ast, const Target& target) {
     }
     if (best_amt >= 8) add({OptOp::GROUP, axis_id(best), best_amt});
   }
-  // LOCAL: a 2-D tile of a reduction's two innermost output loops, else a line along the innermost
+  // LOCAL: a 2-D tile of a reduction's two innermost output loops, else a line along the innermost;
+  // only loops every reduction varies along (the work-items would each recompute a reduction that
+  // does not, where one loop iteration computes it once: a softmax's row maximum)
+  std::erase_if(loops, [&](const UOp* r) {
+    for (const UOp* u : ast->toposort()) {
+      if (u->op != Ops::REDUCE) continue;
+      const auto below = u->toposort();
+      if (std::find(below.begin(), below.end(), r) == below.end()) return true;
+    }
+    return false;
+  });
   if (opts.empty() && !loops.empty()) {
     const bool tile = !reduces.empty() && loops.size() >= 2;
     const int64_t inner = power_of_two_divisor(range_size(loops.back()), std::min(tile ? kTileSide : kLineGroup, int64_t{max_local}));
@@ -246,10 +256,11 @@ std::vector<Opt> work_group_opts(const UOpRef& ast, const Target& target) {
       if (outer) add({OptOp::LOCAL, axis_id(second), outer});
     }
   }
-  // THREAD: the work-groups share the outermost output loop that remains (the outer part of a split)
+  // THREAD: a work-group per iteration of the outermost output loop that remains (the outer part
+  // of a split)
   for (const UOp* r : ranges_of(k))
     if (axis_type(r) == AxisType::LOOP && range_size(r) >= 2) {
-      add({OptOp::THREAD, axis_id(r), std::min<int64_t>(target.max_threads, range_size(r))});
+      add({OptOp::THREAD, axis_id(r), range_size(r)});
       break;
     }
   return opts;
@@ -260,7 +271,7 @@ std::vector<Opt> work_group_opts(const UOpRef& ast, const Target& target) {
 std::vector<Opt> hand_coded_opts(const UOpRef& ast, const Target& target) {
   std::vector<Opt> opts;
   if (!target.optimize) return opts;
-  if (target.max_local_size > 1) return work_group_opts(ast, target);
+  if (target.max_local_size > 1 && target.prefer_work_groups) return work_group_opts(ast, target);
   UOpRef k = ast;
   std::vector<const UOp*> ranges = ranges_of(k);
   double work = 1;

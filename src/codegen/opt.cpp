@@ -195,7 +195,9 @@ bool opt_applies(const UOpRef& ast, const Opt& opt, const Target& target) {
   auto output = [](AxisType t) { return t == AxisType::LOOP || t == AxisType::THREAD; };
   switch (opt.op) {
     case OptOp::THREAD:
-      return type == AxisType::LOOP && opt.amt >= 2 && opt.amt <= target.max_threads && opt.amt <= range_size(r) &&
+      // with work-groups, a grid of groups as big as the loop (each group one iteration, as GPUs run)
+      return type == AxisType::LOOP && opt.amt >= 2 && (opt.amt <= target.max_threads || target.max_local_size > 1) &&
+             opt.amt <= range_size(r) &&
              !has_axis_type(ast, AxisType::THREAD);
     case OptOp::UPCAST:
     case OptOp::UNROLL: {

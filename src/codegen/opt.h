@@ -13,7 +13,7 @@
 //   GROUP(axis, amt)   a reduced loop split the same way, r_inner becoming amt work-items that each
 //                      reduce a share and combine their partials in local memory (group_reduce.cpp).
 // On devices with work-groups the THREAD loop is shared among the work-groups (core_id is the
-// group id); a kernel has at most 3 LOCAL and GROUP axes (the launch's dimensions) and one GROUP.
+// group id; there may be as many groups as iterations); a kernel has at most 3 LOCAL and GROUP axes (the launch's dimensions) and one GROUP.
 // The split keeps the outer loop's id; the inner loop gets the next free id. Opts are applied in
 // order, so a list of them replays exactly: the hand-written heuristics (heuristics.cpp) and BEAM
 // search (engine/beam_search.cpp) both produce such lists.

@@ -162,9 +162,12 @@ class KernelCache {
     k->writes = written_params(ast);
     const int debug = env::debug_level();
     if (debug >= 5) fprintf(stderr, "%s", print_graph(ast).c_str());
-    // NOLOCALS=1 (tinygrad's name): no work-group opts, as on devices without work-groups
+    // LOCALS=0: no work-group opts, as on devices without work-groups; LOCALS=1: the hand-written
+    // rules use them wherever the device has them (unset: where it prefers them)
+    const int64_t locals = env::get_int("LOCALS", -1);
     codegen::Target target{&renderer::renderer_for(dev.language()), dev.max_threads(), opt_level >= 0, dev.vector_bytes(),
-                           env::get_int("NOLOCALS", 0) ? 0 : dev.max_local_size(), dev.local_memory_bytes()};
+                           locals == 0 ? 0 : dev.max_local_size(), dev.local_memory_bytes(),
+                           locals == 1 || (locals != 0 && dev.prefers_work_groups())};
     std::optional<std::vector<codegen::Opt>> opts;
     if (opt_level > 0) opts = beam_search(ast, dev, target, static_cast<int>(opt_level));
     k->program = codegen::to_program(ast, target, opts);

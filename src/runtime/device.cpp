@@ -20,6 +20,7 @@ int Device::vector_bytes() const { return 0; }
 std::string Device::language() const { return "C"; }
 int Device::max_local_size() const { return 0; }
 int64_t Device::local_memory_bytes() const { return 0; }
+bool Device::prefers_work_groups() const { return max_local_size() > 1; }
 
 double Program::launch_grid(const std::vector<void*>& bufs, const std::vector<int64_t>& vals, const LaunchDims& dims,
                             bool wait) {
