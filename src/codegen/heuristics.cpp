@@ -1,6 +1,7 @@
 // Hand-written rules that pick a kernel's opts (opt.h) without search: THREAD for kernels with
 // enough work, and for reductions a register tile (UPCAST) shaped like a BLAS micro-kernel, or
-// vector accumulators along a reduced loop (UNROLL) when the outputs make no full vector.
+// vector accumulators along a reduced loop (UNROLL) when the outputs make no full vector. Targets
+// that prefer work-groups (GPUs) get work-group tiles (LOCAL) and shared reductions (GROUP) instead.
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
@@ -218,7 +219,10 @@ std::vector<Opt> work_group_opts(const UOpRef& ast, const Target& target) {
   std::vector<const UOp*> loops, reduces;
   int64_t outputs = 1;
   for (const UOp* r : ranges_of(ast)) {
-    if (axis_type(r) == AxisType::LOOP) loops.push_back(r), outputs *= range_size(r);
+    if (axis_type(r) == AxisType::LOOP) {
+      loops.push_back(r);
+      outputs *= range_size(r);
+    }
     if (axis_type(r) == AxisType::REDUCE) reduces.push_back(r);
   }
   const int64_t max_local = target.max_local_size;
@@ -231,7 +235,10 @@ std::vector<Opt> work_group_opts(const UOpRef& ast, const Target& target) {
     int64_t best_amt = 0;
     for (const UOp* r : reduces) {
       const int64_t amt = power_of_two_divisor(range_size(r), std::min(kGroupReduceMax, int64_t{max_local}));
-      if (amt >= best_amt) best = r, best_amt = amt;
+      if (amt >= best_amt) {
+        best = r;
+        best_amt = amt;
+      }
     }
     if (best_amt >= 8) add({OptOp::GROUP, axis_id(best), best_amt});
   }

@@ -110,7 +110,7 @@ class KernelCache {
         todo.push_back({key, ast, dev, generate(ast, *dev, std::get<2>(key)), {}, {}, 0, false, nullptr});
         if (RenderCheck* check = render_check()) {
           std::string& source = todo.back().check_source;
-          source = codegen::to_program(ast, check->target(std::get<2>(key))).source;
+          source = codegen::to_program(ast, check->target(std::get<2>(key) >= 0)).source;
           if (env::debug_level() >= 4) fprintf(stderr, "CHECK_RENDER=CUDA:\n%s\n", source.c_str());
         }
       }
