@@ -230,6 +230,10 @@ std::string CStyleRenderer::render(const Kernel& k) const {
   std::unordered_map<const UOp*, std::string> name;  // the expression or variable for each node
   std::unordered_map<const UOp*, int> nesting;       // how deep each inlined expression is
   std::ostringstream head, body;
+  // the launch a kernel with work-groups expects, for readers of its source (DEBUG=4)
+  if (!k.local_axes.empty())
+    head << "/* launch: " << k.threads << " work-groups of [" << k.local_size[0] << ", " << k.local_size[1] << ", "
+         << k.local_size[2] << "] work-items */\n";
   head << lang_.preamble << (halves ? kHalfPreamble : "");
   for (const std::string& type : max_types) head << lang_.max_definition(type);
   for (const std::string& type : vector_types) head << type;
