@@ -174,7 +174,7 @@ class KernelCache {
     if (debug >= 3) {
       fprintf(stderr, "%s opts:", k->program.display_name.c_str());
       for (const codegen::Opt& o : k->program.opts) fprintf(stderr, " %s", o.str().c_str());
-      const auto& [g, l] = std::pair(k->program.global_size, k->program.local_size);
+      const auto &g = k->program.global_size, &l = k->program.local_size;
       if (l[0] * l[1] * l[2] > 1)
         fprintf(stderr, " launch global [%lld, %lld, %lld] local [%lld, %lld, %lld]", (long long)g[0], (long long)g[1],
                 (long long)g[2], (long long)l[0], (long long)l[1], (long long)l[2]);

@@ -230,26 +230,27 @@ std::string CStyleRenderer::render(const Kernel& k) const {
   std::unordered_map<const UOp*, std::string> name;  // the expression or variable for each node
   std::unordered_map<const UOp*, int> nesting;       // how deep each inlined expression is
   std::ostringstream head, body;
+  const bool groups = !k.local_axes.empty();
   // the launch a kernel with work-groups expects, for readers of its source (DEBUG=4)
-  if (!k.local_axes.empty())
+  if (groups)
     head << "/* launch: " << k.threads << " work-groups of [" << k.local_size[0] << ", " << k.local_size[1] << ", "
          << k.local_size[2] << "] work-items */\n";
   head << lang_.preamble << (halves ? kHalfPreamble : "");
   for (const std::string& type : max_types) head << lang_.max_definition(type);
   for (const std::string& type : vector_types) head << type;
   head << lang_.signature(k.name, params);
-  const bool groups = !k.local_axes.empty();
   if (groups && lang_.group_index.empty())
     throw_error(lang_.name, " renderer: kernel ", k.name, " uses work-groups (LOCAL/GROUP opts), which ", lang_.name,
                 " kernels do not have");
   if (!lang_.global_index.empty())
     head << "  const int core_id = (int)" << (groups ? lang_.group_index : lang_.global_index) << ";\n";
   if (lang_.thread_guard && !groups) head << lang_.thread_guard(k.threads);
-  // a group's shared arrays live at the kernel's outermost scope (OpenCL C requires it)
+  // a group's shared arrays live at the kernel's outermost scope (OpenCL C requires it); they hold
+  // register values (a float16 partial as float)
   for (const UOpRef& u : k.linear)
     if (u->op == Ops::DEFINE_LOCAL) {
       const BufferArg& b = u->arg_as<BufferArg>();
-      head << "  " << lang_.local_memory << " " << t.mem(u->dtype.base()) << " local" << b.id << "[" << b.size << "];\n";
+      head << "  " << lang_.local_memory << " " << t.reg(DType(u->dtype.scalar)) << " local" << b.id << "[" << b.size << "];\n";
     }
   int depth = 1, counter = 0;
   auto line = [&](const std::string& text) { body << std::string(2 * depth, ' ') << text << "\n"; };
