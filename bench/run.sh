@@ -18,6 +18,11 @@ mkdir -p bench/results
 # The Python package's dispatch overhead against the C++ figures above (kiln's extension, build/release).
 PYTHONPATH=python:build/release/python /usr/bin/python3 bench/python_dispatch.py bench/results/kernels.txt
 
+# Devices: OpenCL (PoCL here) next to the CPU; LOCALS=0 without work-group opts, LOCALS=1 with the
+# work-group heuristics a GPU gets.
+./build/release/bench/devices bench/results/devices.txt
+for l in 0 1; do LOCALS=$l ./build/release/bench/devices "bench/results/devices_locals$l.txt"; done
+
 # Training: one beautiful_mnist Adam step at batch 512, kiln against PyTorch in the same run.
 ./build/release/bench/train_step bench/results/train_step.txt 512
 /usr/bin/python3 bench/torch_train_step.py bench/results/train_step.txt

@@ -125,9 +125,18 @@ TEST(CudaFakeDriver, TheEngineLaunchesRenderedKernelsOnIt) {
   Tensor r = (a * 2.0f).sum({1}).realize();  // runs nothing on the fake: only the launch is checked
   Launch l = last_launch();
   EXPECT_EQ(l.count, before + 1);
-  EXPECT_EQ(l.grid, 2u);  // one thread per row: 300 rows in blocks of 256
-  EXPECT_EQ(l.block, 256u);
+  // work-groups of 4 rows (LOCAL by the largest power of two dividing 300), a block per group
+  EXPECT_EQ(l.grid, 75u);
+  EXPECT_EQ(l.block, 4u);
   EXPECT_NE(l.params[0], l.params[1]);
+  {
+    env::ScopedEnv no_groups("LOCALS", "0");
+    Tensor s = (a * 3.0f).sum({1}).realize();
+    l = last_launch();
+    EXPECT_EQ(l.count, before + 2);
+    EXPECT_EQ(l.grid, 2u);  // without work-groups, one thread per row: 300 rows in blocks of 256
+    EXPECT_EQ(l.block, 256u);
+  }
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 // Threading: kiln may call any of these from several threads at once (it compiles the kernels of
 // one schedule in parallel, and users may realize tensors from several threads), so each
 // implementation guards its own shared state.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -61,6 +62,14 @@ struct Compiler {
   virtual std::string recompile(const std::string& source) = 0;
 };
 
+// The work-items of a launch by dimension, as OpenCL's NDRange and CUDA's grid: `global` in all,
+// `local` per work-group (global is a multiple of local along each dimension). Kernels with
+// work-groups (Device::max_local_size() > 1) find their group with get_group_id(0) / blockIdx.x and
+// their place in it with get_local_id(d) / threadIdx; the others launch {n, 1, 1} groups of one.
+struct LaunchDims {
+  std::array<int64_t, 3> global{1, 1, 1}, local{1, 1, 1};
+};
+
 // A compiled kernel loaded on a device, ready to launch.
 struct Program {
   virtual ~Program() = default;
@@ -76,6 +85,11 @@ struct Program {
   // the kernel's core_id i.
   virtual double launch(const std::vector<void*>& bufs, const std::vector<int64_t>& vals, int64_t global_size,
                         bool wait) = 0;
+  // Runs the kernel over `dims`. The default serves devices without work-groups: a launch of
+  // {n, 1, 1} work-items in groups of one is launch(bufs, vals, n, wait), and anything else throws
+  // kiln::Error. Devices whose max_local_size() is above 1 override it.
+  virtual double launch_grid(const std::vector<void*>& bufs, const std::vector<int64_t>& vals, const LaunchDims& dims,
+                             bool wait);
 };
 
 // What it takes to run kernels somewhere: memory, a compiler and a loader, plus the facts kiln's
@@ -104,6 +118,16 @@ class Device {
   // The widest SIMD register its kernels can use, in bytes; 0 (the default) means scalar code.
   // Above 0, "C" kernels use GNU C vector types (__attribute__((vector_size(N)))) up to that width.
   virtual int vector_bytes() const;
+  // Work-groups: the most work-items one may have, and the local (shared) memory it may use, in
+  // bytes. 0 (the default) means none: kernels run as core_ids only and kiln never makes LOCAL or
+  // GROUP opts for the device.
+  virtual int max_local_size() const;
+  virtual int64_t local_memory_bytes() const;
+  // Whether kiln's own choice of opts should use those work-groups: true (the default, when it has
+  // them) where a group's work-items run side by side (GPUs). A device that runs them one after the
+  // other (a CPU-type OpenCL device, PoCL) says false and gets the CPU's loop opts; BEAM search and
+  // env LOCALS=1 still use its work-groups.
+  virtual bool prefers_work_groups() const;
   // The kernel language its compiler takes, which picks the renderer that writes its kernels:
   // "C" (the default: GNU C for clang or gcc, see Program::launch for the calling convention),
   // "OpenCL" (OpenCL C) or "CUDA" (CUDA C++ for NVRTC). Any other name fails when kiln first

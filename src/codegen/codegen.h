@@ -1,6 +1,7 @@
 #pragma once
 // Codegen: a kernel AST from the scheduler → optimized, lowered, linearized → source text.
 // Every step is a graph rewrite or a walk over UOps; nothing here runs a kernel.
+#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,7 +18,11 @@ struct Program {
   std::string source;
   std::vector<UOpRef> linear;
   std::vector<Opt> opts;     // applied optimizations, printed at DEBUG=3
-  int64_t threads = 1;       // launch size: core_ids 0..threads-1
+  int64_t threads = 1;       // launch size: core_ids 0..threads-1 (work-groups when local_size > 1)
+  // The launch's work-items in all and per work-group, by dimension (local dimension i is the
+  // kernel's i-th LOCAL/GROUP axis, work-groups go along dimension 0); without work-groups
+  // {threads, 1, 1} and {1, 1, 1}.
+  std::array<int64_t, 3> global_size{1, 1, 1}, local_size{1, 1, 1};
   double flops = 0;          // estimated arithmetic operations per launch
 };
 
@@ -26,6 +31,9 @@ struct Target {
   int max_threads = 1;
   bool optimize = true;      // false with NOOPT=1
   int vector_bytes = 0;      // widest SIMD register (64 with AVX-512); 0: scalar code only
+  int max_local_size = 0;    // work-items per work-group; 0: no work-groups (C), no LOCAL or GROUP
+  int64_t local_memory_bytes = 0;  // local (__shared__) memory per work-group
+  bool prefer_work_groups = true;  // whether hand_coded_opts uses them (else the CPU's loop opts)
 };
 
 // UPCAST ranges → copies of the statements that use them, one per value of the range; the
@@ -38,6 +46,9 @@ UOpRef vectorize_axis(const UOpRef& statement, const UOp* axis, int64_t max_lane
 UOpRef vectorize_reduce(const UOpRef& sink, const UOp* axis, int64_t max_lanes);
 // d(e)/d(axis) when the index expression e is linear in axis (1: neighbours in memory), else nullopt.
 std::optional<int64_t> linear_coefficient(const UOp* e, const UOp* axis);
+// Reductions over a GROUP_REDUCE range → each work-item's partial into local memory, a barrier,
+// and a reduction of the partials (run by every work-item, which all get the same result).
+UOpRef lower_group_reduces(const UOpRef& sink);
 // REDUCE → accumulator registers: initialize, update in their loops, read after them.
 UOpRef lower_reduces(const UOpRef& ast);
 // Flat list in program order: loops open right before they're needed and close right after.

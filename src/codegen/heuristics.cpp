@@ -1,6 +1,7 @@
 // Hand-written rules that pick a kernel's opts (opt.h) without search: THREAD for kernels with
 // enough work, and for reductions a register tile (UPCAST) shaped like a BLAS micro-kernel, or
-// vector accumulators along a reduced loop (UNROLL) when the outputs make no full vector.
+// vector accumulators along a reduced loop (UNROLL) when the outputs make no full vector. Targets
+// that prefer work-groups (GPUs) get work-group tiles (LOCAL) and shared reductions (GROUP) instead.
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
@@ -222,11 +223,92 @@ std::unordered_set<const UOp*> misaligned_with(const UOpRef& ast, const UOp* unr
   return out;
 }
 
+// Work-group shapes (tinygrad's hand_coded_optimizations for GPUs): a 16x16 tile of a reduction's
+// outputs, a 1-D group of up to 256 along an elementwise kernel's innermost loop, and GROUP for
+// reductions with so few outputs that each group of work-items had better share one.
+constexpr int64_t kTileSide = 16, kLineGroup = 256, kGroupReduceMax = 256;
+constexpr int64_t kFewOutputs = 64, kMinGroupedReduce = 256;
+
+// The largest power of two in [2, cap] dividing n, else 0.
+int64_t power_of_two_divisor(int64_t n, int64_t cap) {
+  int64_t a = 1;
+  while (a * 2 <= cap && n % (a * 2) == 0) a *= 2;
+  return a >= 2 ? a : 0;
+}
+
+// Opts for targets with work-groups (OpenCL, CUDA): LOCAL or GROUP, then THREAD over the groups.
+std::vector<Opt> work_group_opts(const UOpRef& ast, const Target& target) {
+  std::vector<Opt> opts;
+  UOpRef k = ast;
+  auto add = [&](Opt o) {
+    if (UOpRef next = apply_opt(k, o, target)) {
+      opts.push_back(o);
+      k = next;
+    }
+  };
+  std::vector<const UOp*> loops, reduces;
+  int64_t outputs = 1;
+  for (const UOp* r : ranges_of(ast)) {
+    if (axis_type(r) == AxisType::LOOP) {
+      loops.push_back(r);
+      outputs *= range_size(r);
+    }
+    if (axis_type(r) == AxisType::REDUCE) reduces.push_back(r);
+  }
+  const int64_t max_local = target.max_local_size;
+  // GROUP: few outputs, a long reduction: the reduced loop with the largest power-of-two divisor
+  // (the innermost among equals)
+  int64_t reduced = 1;
+  for (const UOp* r : reduces) reduced *= range_size(r);
+  if (!reduces.empty() && outputs <= kFewOutputs && reduced >= kMinGroupedReduce) {
+    const UOp* best = nullptr;
+    int64_t best_amt = 0;
+    for (const UOp* r : reduces) {
+      const int64_t amt = power_of_two_divisor(range_size(r), std::min(kGroupReduceMax, int64_t{max_local}));
+      if (amt >= best_amt) {
+        best = r;
+        best_amt = amt;
+      }
+    }
+    if (best_amt >= 8) add({OptOp::GROUP, axis_id(best), best_amt});
+  }
+  // LOCAL: a 2-D tile of a reduction's two innermost output loops, else a line along the innermost;
+  // only loops every reduction varies along (the work-items would each recompute a reduction that
+  // does not, where one loop iteration computes it once: a softmax's row maximum)
+  std::erase_if(loops, [&](const UOp* r) {
+    for (const UOp* u : ast->toposort()) {
+      if (u->op != Ops::REDUCE) continue;
+      const auto below = u->toposort();
+      if (std::find(below.begin(), below.end(), r) == below.end()) return true;
+    }
+    return false;
+  });
+  if (opts.empty() && !loops.empty()) {
+    const bool tile = !reduces.empty() && loops.size() >= 2;
+    const int64_t inner = power_of_two_divisor(range_size(loops.back()), std::min(tile ? kTileSide : kLineGroup, int64_t{max_local}));
+    if (inner) add({OptOp::LOCAL, axis_id(loops.back()), inner});
+    if (tile) {
+      const UOp* second = loops[loops.size() - 2];
+      const int64_t outer = power_of_two_divisor(range_size(second), std::min(kTileSide, max_local / std::max<int64_t>(inner, 1)));
+      if (outer) add({OptOp::LOCAL, axis_id(second), outer});
+    }
+  }
+  // THREAD: a work-group per iteration of the outermost output loop that remains (the outer part
+  // of a split)
+  for (const UOp* r : ranges_of(k))
+    if (axis_type(r) == AxisType::LOOP && range_size(r) >= 2) {
+      add({OptOp::THREAD, axis_id(r), range_size(r)});
+      break;
+    }
+  return opts;
+}
+
 }  // namespace
 
 std::vector<Opt> hand_coded_opts(const UOpRef& ast, const Target& target) {
   std::vector<Opt> opts;
   if (!target.optimize) return opts;
+  if (target.max_local_size > 1 && target.prefer_work_groups) return work_group_opts(ast, target);
   UOpRef k = ast;
   std::vector<const UOp*> ranges = ranges_of(k);
   double work = 1;

@@ -2,6 +2,7 @@
 // loops it lives in (its live ranges): list scheduling that prefers nodes of the currently open
 // loop nest, opens a loop only when nothing else can go, and closes loops with their END.
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
 #include <tuple>
@@ -12,6 +13,14 @@
 #include "kiln/ir/pattern_matcher.h"
 
 namespace kiln::codegen {
+namespace {
+
+bool is_work_item_axis(const UOp* r) {
+  const AxisType t = r->arg_as<RangeArg>().type;
+  return t == AxisType::LOCAL || t == AxisType::GROUP_REDUCE;
+}
+
+}  // namespace
 
 std::vector<UOpRef> linearize(const UOpRef& sink) {
   std::vector<const UOp*> topo = sink->toposort();
@@ -86,7 +95,13 @@ std::vector<UOpRef> linearize(const UOpRef& sink) {
     auto inside = [&](const UOp* u) {
       return std::includes(open_set.begin(), open_set.end(), block[u].begin(), block[u].end());
     };
-    auto innermost = [&](const UOp* u) { return open.empty() ? block[u].empty() : block[u].count(open.back()) > 0; };
+    // Work-item axes (LOCAL, GROUP_REDUCE) are not loops (every work-item runs the body once):
+    // nodes belong to the innermost open loop of the others.
+    auto innermost = [&](const UOp* u) {
+      auto loop = std::find_if(open.rbegin(), open.rend(), [](const UOp* r) { return !is_work_item_axis(r); });
+      if (loop == open.rend()) return std::all_of(block[u].begin(), block[u].end(), is_work_item_axis);
+      return block[u].count(*loop) > 0;
+    };
     for (const UOp* u : ready)
       if (u->op != Ops::RANGE && inside(u) && innermost(u)) {
         pick = u;
@@ -98,16 +113,25 @@ std::vector<UOpRef> linearize(const UOpRef& sink) {
       // A reduction loop opens exactly where its accumulators were initialized, and first: its
       // result is what the open nest is waiting for.
       auto reduces = [](const UOp* r) { return r->arg_as<RangeArg>().type == AxisType::REDUCE; };
-      auto rank = [&](const UOp* r) { return std::make_tuple(!reduces(r), !innermost(r), r->arg_as<RangeArg>().id); };
+      // Work-item axes open first, at the top: they are constants, and what depends only on them
+      // is then computed once, outside the loops.
+      auto rank = [&](const UOp* r) {
+        return std::make_tuple(!is_work_item_axis(r), !reduces(r), !innermost(r), r->arg_as<RangeArg>().id);
+      };
+      auto loops_of = [](const std::set<const UOp*>& ranges) {
+        std::set<const UOp*> out;
+        std::copy_if(ranges.begin(), ranges.end(), std::inserter(out, out.end()), [](const UOp* r) { return !is_work_item_axis(r); });
+        return out;
+      };
       for (const UOp* u : ready)
-        if (u->op == Ops::RANGE && inside(u) && (!reduces(u) || block[u] == open_set) && (!pick || rank(u) < rank(pick)))
+        if (u->op == Ops::RANGE && inside(u) && (!reduces(u) || loops_of(block[u]) == loops_of(open_set)) && (!pick || rank(u) < rank(pick)))
           pick = u;
     }
     // 3. else a node of an enclosing nest (it is recomputed in the inner loop; only pure nodes
-    //    can be here because stores and loops carry their ranges)
+    //    can be here because stores and loops carry their ranges, and barriers their stores)
     if (!pick)
       for (const UOp* u : ready)
-        if (u->op != Ops::RANGE && u->op != Ops::STORE && u->op != Ops::END && inside(u)) {
+        if (u->op != Ops::RANGE && u->op != Ops::STORE && u->op != Ops::END && u->op != Ops::BARRIER && inside(u)) {
           pick = u;
           break;
         }

@@ -60,7 +60,9 @@ void lower_group(const std::vector<const UOp*>& reduces, const std::vector<UOpRe
     // would accumulate across iterations of a loop the initialization sits outside of.
     std::vector<UOpRef> outer = loops_of_kernel;
     for (const UOpRef& r : live_ranges(red->src[0]))
-      if (!own.count(r.get()) && r->arg_as<RangeArg>().type == AxisType::REDUCE) outer.push_back(r);
+      if (!own.count(r.get()) && (r->arg_as<RangeArg>().type == AxisType::REDUCE ||
+                                  r->arg_as<RangeArg>().type == AxisType::GROUP_REDUCE))
+        outer.push_back(r);
     // The reductions it reads that do not depend on its loops finish first, so its loops can open
     // where it is reset.
     for (const UOpRef& end : ends_run_before(red->src[0], own)) outer.push_back(end);
@@ -100,7 +102,9 @@ UOpRef lower_reduces(const UOpRef& ast) {
   int64_t next_acc = 0;
   std::vector<UOpRef> loops;
   for (const UOp* u : ast->toposort())
-    if (u->op == Ops::RANGE && u->arg_as<RangeArg>().type != AxisType::REDUCE) loops.push_back(u->ref());
+    if (u->op == Ops::RANGE && u->arg_as<RangeArg>().type != AxisType::REDUCE &&
+        u->arg_as<RangeArg>().type != AxisType::GROUP_REDUCE)  // a group's axis ends where the partials are written
+      loops.push_back(u->ref());
   // Innermost reductions first: an outer reduction's value then holds the inner one's loop.
   while (true) {
     std::unordered_map<const UOp*, bool> reduce_below;

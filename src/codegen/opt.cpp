@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <set>
 #include <sstream>
 #include <string_view>
 #include <unordered_map>
@@ -20,7 +21,11 @@ namespace {
 // only grow the code past the instruction cache and the registers.
 constexpr int64_t kMaxExpansion = 512;
 
-constexpr const char* kOpNames[] = {"THREAD", "UPCAST", "UNROLL", "SWAP"};
+constexpr const char* kOpNames[] = {"THREAD", "UPCAST", "UNROLL", "SWAP", "LOCAL", "GROUP"};
+
+// OpenCL and CUDA launch at most 3 dimensions of work-items, and CUDA at most 64 along the third.
+constexpr size_t kMaxLocalDims = 3;
+constexpr int64_t kMaxThirdLocalDim = 64;
 
 const UOp* find_range(const UOpRef& ast, int64_t id) {
   for (const UOp* r : ranges_of(ast))
@@ -38,6 +43,61 @@ int64_t expansion(const UOpRef& ast) {
 bool has_axis_type(const UOpRef& ast, AxisType type) {
   const auto ranges = ranges_of(ast);
   return std::any_of(ranges.begin(), ranges.end(), [&](const UOp* r) { return axis_type(r) == type; });
+}
+
+// Work-items per work-group: the product of the LOCAL and GROUP_REDUCE sizes.
+int64_t local_threads(const UOpRef& ast) {
+  int64_t n = 1;
+  for (const UOp* r : local_axes(ast)) n *= range_size(r);
+  return n;
+}
+
+bool reduces_over(const UOp* reduce, const UOp* r) {
+  return reduce->op == Ops::REDUCE && std::find(reduce->src.begin() + 1, reduce->src.end(), r->ref()) != reduce->src.end();
+}
+
+// Local memory a GROUP over `r` needs with `threads` work-items per group: a slot per work-item for
+// each reduction over r and each copy of it the UPCASTs and UNROLLs make (group_reduce.cpp).
+int64_t group_memory_bytes(const UOpRef& ast, const UOp* r, int64_t threads) {
+  int64_t bytes = 0;
+  for (const UOp* u : ast->toposort())
+    if (reduces_over(u, r)) bytes += u->dtype.itemsize() * u->dtype.count * threads;
+  return bytes * expansion(ast);
+}
+
+const UOp* group_axis(const UOpRef& ast) {
+  for (const UOp* r : ranges_of(ast))
+    if (axis_type(r) == AxisType::GROUP_REDUCE) return r;
+  return nullptr;
+}
+
+// Whether a new work-item axis of `amt` fits the target's work-groups (and, with a GROUP axis, its
+// local memory).
+bool local_axis_fits(const UOpRef& ast, int64_t amt, const Target& target, const UOp* grouped) {
+  const size_t dims = local_axes(ast).size();
+  const int64_t threads = local_threads(ast) * amt;
+  if (target.max_local_size < 2 || dims >= kMaxLocalDims || threads > target.max_local_size) return false;
+  if (dims == kMaxLocalDims - 1 && amt > kMaxThirdLocalDim) return false;
+  return !grouped || group_memory_bytes(ast, grouped, threads) <= target.local_memory_bytes;
+}
+
+// A GROUP splits reductions whose loops are their own: none runs inside another reduction's loop
+// (its partials would meet once per iteration of a loop the other work-items may not be in step with).
+bool groupable(const UOpRef& ast, const UOp* r) {
+  // the ranges each node's value varies with: a REDUCE's own ranges end at it
+  std::unordered_map<const UOp*, std::set<const UOp*>> varies;
+  for (const UOp* u : ast->toposort()) {
+    std::set<const UOp*>& mine = varies[u];
+    for (const UOpRef& s : u->src) mine.insert(varies[s.get()].begin(), varies[s.get()].end());
+    if (u->op == Ops::RANGE) mine.insert(u);
+    if (u->op != Ops::REDUCE) continue;
+    for (size_t i = 1; i < u->src.size(); i++) mine.erase(u->src[i].get());
+    if (!reduces_over(u, r)) continue;
+    for (const UOp* v : varies[u->src[0].get()])
+      if (axis_type(v) == AxisType::REDUCE && std::find(u->src.begin() + 1, u->src.end(), v->ref()) == u->src.end())
+        return false;
+  }
+  return true;
 }
 
 // Whether every reduction over `r` accumulates in vectors (float sums and maxima): the others
@@ -135,14 +195,22 @@ bool opt_applies(const UOpRef& ast, const Opt& opt, const Target& target) {
   auto output = [](AxisType t) { return t == AxisType::LOOP || t == AxisType::THREAD; };
   switch (opt.op) {
     case OptOp::THREAD:
-      return type == AxisType::LOOP && opt.amt >= 2 && opt.amt <= target.max_threads && opt.amt <= range_size(r) &&
+      // with work-groups, a grid of groups as big as the loop (each group one iteration, as GPUs run)
+      return type == AxisType::LOOP && opt.amt >= 2 && (opt.amt <= target.max_threads || target.max_local_size > 1) &&
+             opt.amt <= range_size(r) &&
              !has_axis_type(ast, AxisType::THREAD);
     case OptOp::UPCAST:
     case OptOp::UNROLL: {
       if (opt.amt < 2 || range_size(r) % opt.amt != 0 || expansion(ast) * opt.amt > kMaxExpansion) return false;
       if (opt.op == OptOp::UPCAST) return output(type);
-      return type == AxisType::REDUCE && !has_axis_type(ast, AxisType::UNROLL) && reductions_vectorize(ast, r);
+      return type == AxisType::REDUCE && !has_axis_type(ast, AxisType::UNROLL) && !group_axis(ast) &&
+             reductions_vectorize(ast, r);
     }
+    case OptOp::LOCAL:
+      return output(type) && opt.amt >= 2 && range_size(r) % opt.amt == 0 && local_axis_fits(ast, opt.amt, target, group_axis(ast));
+    case OptOp::GROUP:
+      return type == AxisType::REDUCE && opt.amt >= 2 && range_size(r) % opt.amt == 0 && !group_axis(ast) &&
+             !has_axis_type(ast, AxisType::UNROLL) && groupable(ast, r) && local_axis_fits(ast, opt.amt, target, r);
     case OptOp::SWAP: {
       const UOp* other = find_range(ast, opt.amt);
       return other && other != r && output(type) && output(axis_type(other));
@@ -158,6 +226,8 @@ UOpRef apply_opt(const UOpRef& ast, const Opt& opt, const Target& target) {
     case OptOp::THREAD: return substitute(ast, {{r, r->with_arg(RangeArg{opt.axis, AxisType::THREAD})}});
     case OptOp::UPCAST: return split_range(ast, r, opt.amt, AxisType::UPCAST);
     case OptOp::UNROLL: return split_range(ast, r, opt.amt, AxisType::UNROLL);
+    case OptOp::LOCAL: return split_range(ast, r, opt.amt, AxisType::LOCAL);
+    case OptOp::GROUP: return split_range(ast, r, opt.amt, AxisType::GROUP_REDUCE);
     case OptOp::SWAP: {
       const UOp* other = find_range(ast, opt.amt);
       return substitute(ast, {{r, r->with_arg(RangeArg{opt.amt, axis_type(r)})},
@@ -171,6 +241,9 @@ UOpRef apply_opts(const UOpRef& ast, const std::vector<Opt>& opts, const Target&
   UOpRef k = ast;
   for (const Opt& o : opts) {
     UOpRef next = apply_opt(k, o, target);
+    if (!next && (o.op == OptOp::LOCAL || o.op == OptOp::GROUP) && target.max_local_size < 2)
+      throw_error("apply_opts: ", o.str(), " needs a device with work-groups (OpenCL, CUDA); the ",
+                  target.renderer->language(), " target has none");
     if (!next) throw_error("apply_opts: ", o.str(), " does not apply to kernel ", kernel_name(k));
     k = next;
   }
@@ -179,6 +252,7 @@ UOpRef apply_opts(const UOpRef& ast, const std::vector<Opt>& opts, const Target&
 
 std::vector<Opt> possible_opts(const UOpRef& ast, const Target& target) {
   static constexpr int64_t kAmounts[] = {2, 3, 4, 5, 8, 16, 32};
+  static constexpr int64_t kLocalAmounts[] = {2, 3, 4, 8, 16, 32, 64, 128, 256};
   std::vector<Opt> candidates;
   const auto ranges = ranges_of(ast);
   for (const UOp* r : ranges) {
@@ -188,6 +262,11 @@ std::vector<Opt> possible_opts(const UOpRef& ast, const Target& target) {
       if (type == AxisType::LOOP || type == AxisType::THREAD) candidates.push_back({OptOp::UPCAST, axis_id(r), amt});
       if (type == AxisType::REDUCE) candidates.push_back({OptOp::UNROLL, axis_id(r), amt});
     }
+    for (int64_t amt : kLocalAmounts) {
+      if (target.max_local_size < 2) break;
+      if (type == AxisType::LOOP || type == AxisType::THREAD) candidates.push_back({OptOp::LOCAL, axis_id(r), amt});
+      if (type == AxisType::REDUCE) candidates.push_back({OptOp::GROUP, axis_id(r), amt});
+    }
     for (const UOp* other : ranges)
       if (axis_id(other) > axis_id(r)) candidates.push_back({OptOp::SWAP, axis_id(r), axis_id(other)});
   }
@@ -195,6 +274,12 @@ std::vector<Opt> possible_opts(const UOpRef& ast, const Target& target) {
   for (const Opt& o : candidates)
     if (opt_applies(ast, o, target)) legal.push_back(o);
   return legal;
+}
+
+std::vector<const UOp*> local_axes(const UOpRef& ast) {
+  std::vector<const UOp*> out = ranges_of(ast);
+  std::erase_if(out, [](const UOp* r) { return axis_type(r) != AxisType::LOCAL && axis_type(r) != AxisType::GROUP_REDUCE; });
+  return out;
 }
 
 int64_t thread_count(const std::vector<Opt>& opts) {

@@ -35,6 +35,14 @@ Program to_program(const UOpRef& ast, const Target& target, const std::optional<
   p.opts = opts ? *opts : hand_coded_opts(k, target);
   k = apply_opts(k, p.opts, target);
   p.threads = thread_count(p.opts);
+  std::vector<int64_t> local_ids;
+  for (const UOp* r : local_axes(k)) {
+    p.local_size[local_ids.size()] = range_size(r);
+    local_ids.push_back(axis_id(r));
+  }
+  // work-groups go along dimension 0: global = groups * local there, local elsewhere
+  p.global_size = p.local_size;
+  p.global_size[0] *= p.threads;
   trace::record_pass("opts", before, k);
   p.name = kernel_name(k, false);
   p.display_name = kernel_name(k, true);
@@ -42,13 +50,16 @@ Program to_program(const UOpRef& ast, const Target& target, const std::optional<
   k = expand_upcasts(k, target.optimize ? target.vector_bytes : 0);
   trace::record_pass("expand upcasts", before, k);
   before = k;
+  k = lower_group_reduces(k);
+  trace::record_pass("lower group reduces", before, k);
+  before = k;
   k = lower_reduces(k);
   trace::record_pass("lower reduces", before, k);
   k = simplify(k, "simplify lowered");
   p.linear = linearize(k);
   if (check) spec::verify_linear(p.linear);
   p.flops = estimate_flops(p.linear);
-  p.source = target.renderer->render({p.name, p.linear, p.threads});
+  p.source = target.renderer->render({p.name, p.linear, p.threads, local_ids, p.local_size});
   return p;
 }
 

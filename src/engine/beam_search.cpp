@@ -73,7 +73,8 @@ struct Timed {
 std::string cache_key(const UOpRef& ast, runtime::Device& dev, const codegen::Target& target, int width) {
   return runtime::content_hash(std::string(kCacheVersion) + '\0' + print_graph(ast) + '\0' + dev.name() + '\0' +
                                dev.compiler().name() + '\0' + std::to_string(target.max_threads) + '\0' +
-                               std::to_string(target.vector_bytes) + '\0' + std::to_string(width));
+                               std::to_string(target.vector_bytes) + '\0' + std::to_string(target.max_local_size) + '\0' +
+                               std::to_string(target.local_memory_bytes) + '\0' + std::to_string(width));
 }
 
 // One round's new kernels: compiled in parallel (compilers are separate processes), then timed
@@ -171,7 +172,7 @@ Candidate compile_candidate(const UOpRef& ast, runtime::Device& dev, const codeg
 }
 
 double time_candidate(const Candidate& c, const KernelBuffers& bufs, int runs, double give_up_after) {
-  auto launch = [&] { return c.runtime->launch(bufs.addresses(), {}, c.program.threads, true); };
+  auto launch = [&] { return c.runtime->launch_grid(bufs.addresses(), {}, {c.program.global_size, c.program.local_size}, true); };
   const double first = launch();  // also warms caches and pages in the buffers
   if (first > give_up_after) return first;
   double best = first;

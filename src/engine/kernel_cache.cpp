@@ -14,6 +14,7 @@
 #include "kiln/ir/pattern_matcher.h"
 #include "runtime/compiler.h"
 #include "runtime/cuda/cuda_compiler.h"
+#include "runtime/cuda/cuda_program.h"
 #include "support/env.h"
 #include "support/parallel.h"
 #include "support/profile.h"
@@ -60,7 +61,10 @@ struct RenderCheck {
   static constexpr int kThreads = 108 * 2048;
   runtime::cuda::CudaCompiler compiler{runtime::cuda::target_arch("compute_80")};
 
-  codegen::Target target(bool optimize) const { return {&renderer::cuda_renderer(), kThreads, optimize, 0}; }
+  codegen::Target target(bool optimize) const {
+    return {&renderer::cuda_renderer(), kThreads, optimize, 0, runtime::cuda::CudaProgram::kMaxBlockThreads,
+            runtime::cuda::CudaProgram::kSharedMemoryBytes};
+  }
 };
 
 // The check CHECK_RENDER asks for, or nullptr when it is unset.
@@ -106,7 +110,7 @@ class KernelCache {
         todo.push_back({key, ast, dev, generate(ast, *dev, std::get<2>(key)), {}, {}, 0, false, nullptr});
         if (RenderCheck* check = render_check()) {
           std::string& source = todo.back().check_source;
-          source = codegen::to_program(ast, check->target(std::get<2>(key))).source;
+          source = codegen::to_program(ast, check->target(std::get<2>(key) >= 0)).source;
           if (env::debug_level() >= 4) fprintf(stderr, "CHECK_RENDER=CUDA:\n%s\n", source.c_str());
         }
       }
@@ -158,13 +162,22 @@ class KernelCache {
     k->writes = written_params(ast);
     const int debug = env::debug_level();
     if (debug >= 5) fprintf(stderr, "%s", print_graph(ast).c_str());
-    codegen::Target target{&renderer::renderer_for(dev.language()), dev.max_threads(), opt_level >= 0, dev.vector_bytes()};
+    // LOCALS=0: no work-group opts, as on devices without work-groups; LOCALS=1: the hand-written
+    // rules use them wherever the device has them (unset: where it prefers them)
+    const int64_t locals = env::get_int("LOCALS", -1);
+    codegen::Target target{&renderer::renderer_for(dev.language()), dev.max_threads(), opt_level >= 0, dev.vector_bytes(),
+                           locals == 0 ? 0 : dev.max_local_size(), dev.local_memory_bytes(),
+                           locals == 1 || (locals != 0 && dev.prefers_work_groups())};
     std::optional<std::vector<codegen::Opt>> opts;
     if (opt_level > 0) opts = beam_search(ast, dev, target, static_cast<int>(opt_level));
     k->program = codegen::to_program(ast, target, opts);
     if (debug >= 3) {
       fprintf(stderr, "%s opts:", k->program.display_name.c_str());
       for (const codegen::Opt& o : k->program.opts) fprintf(stderr, " %s", o.str().c_str());
+      const auto &g = k->program.global_size, &l = k->program.local_size;
+      if (l[0] * l[1] * l[2] > 1)
+        fprintf(stderr, " launch global [%lld, %lld, %lld] local [%lld, %lld, %lld]", (long long)g[0], (long long)g[1],
+                (long long)g[2], (long long)l[0], (long long)l[1], (long long)l[2]);
       fprintf(stderr, "\n");
     }
     if (debug >= 6)

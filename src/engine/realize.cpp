@@ -69,7 +69,7 @@ double launch(const CompiledKernel& k, runtime::Device& device, std::span<const 
   double seconds;
   {
     profile::Scope timed("launch", k.program.name, bytes);
-    seconds = k.runtime->launch(bufs, {}, k.program.threads, debug >= 2);
+    seconds = k.runtime->launch_grid(bufs, {}, {k.program.global_size, k.program.local_size}, debug >= 2);
   }
   GlobalCounters::kernel_count++;
   GlobalCounters::global_ops += static_cast<int64_t>(k.program.flops);

@@ -194,6 +194,12 @@ std::string alu(const UOp* u, const std::unordered_map<const UOp*, std::string>&
   return e;
 }
 
+// The local dimension a RANGE is the work-item index along, or -1 for a loop.
+int local_dim(const Kernel& k, const UOp* range) {
+  auto it = std::find(k.local_axes.begin(), k.local_axes.end(), range->arg_as<RangeArg>().id);
+  return it == k.local_axes.end() ? -1 : static_cast<int>(it - k.local_axes.begin());
+}
+
 }  // namespace
 
 std::string positional_parameters(std::vector<std::pair<int64_t, std::string>> params,
@@ -234,12 +240,29 @@ std::string CStyleRenderer::render(const Kernel& k) const {
   std::unordered_map<const UOp*, std::string> name;  // the expression or variable for each node
   std::unordered_map<const UOp*, int> nesting;       // how deep each inlined expression is
   std::ostringstream head, body;
+  const bool groups = !k.local_axes.empty();
+  // the launch a kernel with work-groups expects, for readers of its source (DEBUG=4)
+  if (groups)
+    head << "/* launch: " << k.threads << " work-groups of [" << k.local_size[0] << ", " << k.local_size[1] << ", "
+         << k.local_size[2] << "] work-items */\n";
   head << lang_.preamble << (halves ? kHalfPreamble : "");
   for (const std::string& type : max_types) head << lang_.max_definition(type);
   for (const std::string& type : vector_types) head << type;
   for (const std::string& definition : math_definitions) head << definition;
   head << lang_.signature(k.name, params);
-  if (lang_.thread_guard) head << lang_.thread_guard(k.threads);
+  if (groups && lang_.group_index.empty())
+    throw_error(lang_.name, " renderer: kernel ", k.name, " uses work-groups (LOCAL/GROUP opts), which ", lang_.name,
+                " kernels do not have");
+  if (!lang_.global_index.empty())
+    head << "  const int core_id = (int)" << (groups ? lang_.group_index : lang_.global_index) << ";\n";
+  if (lang_.thread_guard && !groups) head << lang_.thread_guard(k.threads);
+  // a group's shared arrays live at the kernel's outermost scope (OpenCL C requires it); they hold
+  // register values (a float16 partial as float)
+  for (const UOpRef& u : k.linear)
+    if (u->op == Ops::DEFINE_LOCAL) {
+      const BufferArg& b = u->arg_as<BufferArg>();
+      head << "  " << lang_.local_memory << " " << t.reg(DType(u->dtype.scalar)) << " local" << b.id << "[" << b.size << "];\n";
+    }
   int depth = 1, counter = 0;
   auto line = [&](const std::string& text) { body << std::string(2 * depth, ' ') << text << "\n"; };
   auto var = [&](const UOp* u, const std::string& prefix, const std::string& expr) {
@@ -264,7 +287,13 @@ std::string CStyleRenderer::render(const Kernel& k) const {
         break;
       }
       case Ops::AFTER: name[u] = src(u, 0); break;
+      case Ops::DEFINE_LOCAL: name[u] = "local" + std::to_string(u->arg_as<BufferArg>().id); break;
+      case Ops::BARRIER: line(lang_.barrier); break;
       case Ops::RANGE: {
+        if (const int dim = local_dim(k, u); dim >= 0) {  // not a loop: the work-item's index in its group
+          name[u] = "((int)" + lang_.local_index(dim) + ")";
+          break;
+        }
         std::string v = "ridx" + std::to_string(u->arg_as<RangeArg>().id);
         const std::string& n = src(u, 0);
         if (u->arg_as<RangeArg>().type == AxisType::THREAD && k.threads > 1) {
@@ -282,15 +311,21 @@ std::string CStyleRenderer::render(const Kernel& k) const {
       }
       case Ops::END:
         for (size_t i = 1; i < u->src.size(); i++) {
+          if (local_dim(k, u->src[i].get()) >= 0) continue;
           depth--;
           line("}");
         }
         break;
-      case Ops::INDEX:
-        // register accumulators are plain variables; global memory is pointer + offset
+      case Ops::INDEX: {
+        // register accumulators are plain variables; global memory is pointer + offset; a group's
+        // shared memory is an array
+        const UOp* base = u->src[0].get();
+        while (base->op == Ops::AFTER) base = base->src[0].get();
         if (u->src[0]->op == Ops::PARAM) name[u] = "(" + src(u, 0) + "+" + src(u, 1) + ")";
+        else if (base->op == Ops::DEFINE_LOCAL) name[u] = src(u, 0) + "[" + src(u, 1) + "]";
         else name[u] = src(u, 0);
         break;
+      }
       case Ops::LOAD: {
         const UOp* idx = u->src[0].get();
         if (u->dtype.count > 1 && idx->src[0]->op == Ops::PARAM) {

@@ -20,13 +20,21 @@ struct CStyleLanguage {
   std::string int64_suffix, uint64_suffix;   // of 64-bit integer literals: "ll" in C
   std::string nan, inf, nan_double, inf_double;  // literals of the special values
   bool vectors = true;                       // can it render vector dtypes?
-  // The function header up to its opening brace and the lines that name the buffers data<i> and
-  // the thread index core_id. `params` are (index, element type in memory) in the kernel's order.
+  // The function header up to its opening brace and the lines that name the buffers data<i> (and
+  // core_id where it is a parameter). `params` are (index, element type in memory) in the kernel's order.
   std::function<std::string(const std::string& kernel, const std::vector<std::pair<int64_t, std::string>>& params)>
       signature;
   // Lines after the signature that end the work items past the kernel's `threads` (CUDA launches
-  // whole blocks); unset where a launch runs exactly `threads` of them.
+  // whole blocks); unset where a launch runs exactly `threads` of them. Kernels with work-groups
+  // launch exactly their groups and need none.
   std::function<std::string(int64_t threads)> thread_guard;
+  // Work-items and work-groups (empty where the signature defines core_id and there are no groups):
+  // the expressions of core_id without groups (the work-item) and with them (the group), of the
+  // work-item's index in its group along a dimension, the qualifier of a group's shared arrays and
+  // the statement that waits for the group's work-items and their writes to them.
+  std::string global_index, group_index;
+  std::function<std::string(int dim)> local_index;
+  std::string local_memory, barrier;
   // A one-argument math function on values of dtype `d` whose register type is `type` (a vector
   // type where the language has vectors), e.g. ("exp", float32, "float") -> "__builtin_expf"; and
   // what the kernel must define once to call it ("" or unset: nothing).

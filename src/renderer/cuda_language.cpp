@@ -1,6 +1,7 @@
-// CUDA C++ (compiled by NVRTC): one thread per core_id, found from the block and thread indices;
-// scalar code only. NVRTC compiles with -default-device, so the shared plain-C helpers (the
-// half-precision conversions) are device functions too.
+// CUDA C++ (compiled by NVRTC): one thread per core_id, found from the block and thread indices (or
+// one block per core_id, its threads the work-group's work-items); scalar code only. NVRTC compiles
+// with -default-device, so the shared plain-C helpers (the half-precision conversions) are device
+// functions too.
 #include "renderer/cstyle_renderer.h"
 
 namespace kiln::renderer {
@@ -31,9 +32,13 @@ CStyleLanguage cuda_language() {
   cu.signature = [](const std::string& kernel, const std::vector<std::pair<int64_t, std::string>>& params) {
     std::string args = positional_parameters(
         params, [](const std::string& type) { return type + "* __restrict__"; }, "const unsigned char*");
-    return "extern \"C\" __global__ void " + kernel + args +
-           " {\n  const int core_id = (int)(blockIdx.x * blockDim.x + threadIdx.x);\n";
+    return "extern \"C\" __global__ void " + kernel + args + " {\n";
   };
+  cu.global_index = "(blockIdx.x * blockDim.x + threadIdx.x)";
+  cu.group_index = "blockIdx.x";
+  cu.local_index = [](int dim) { return std::string("threadIdx.") + "xyz"[dim]; };
+  cu.local_memory = "__shared__";
+  cu.barrier = "__syncthreads();";
   cu.thread_guard = [](int64_t threads) { return "  if (core_id >= " + std::to_string(threads) + ") return;\n"; };
   cu.math = [](const std::string& f, DType d, const std::string&) { return d.scalar == ScalarType::Float64 ? f : f + "f"; };
   cu.max = [](const std::string& a, const std::string& b, const std::string& type) {

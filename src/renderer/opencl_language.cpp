@@ -1,5 +1,5 @@
 // OpenCL C: kernels take their buffers as __global pointers and find their thread index with
-// get_global_id. Scalar code only for now (no vector types), and no GNU extensions.
+// get_global_id (with work-groups: the group's with get_group_id). Scalar code only for now (no vector types), and no GNU extensions.
 #include <algorithm>
 
 #include "renderer/cstyle_renderer.h"
@@ -38,8 +38,13 @@ CStyleLanguage opencl_language() {
   cl.signature = [](const std::string& kernel, const std::vector<std::pair<int64_t, std::string>>& params) {
     std::string args = positional_parameters(
         params, [](const std::string& type) { return "__global " + type + "* restrict"; }, "__global const uchar*");
-    return "__kernel void " + kernel + args + " {\n  const int core_id = (int)get_global_id(0);\n";
+    return "__kernel void " + kernel + args + " {\n";
   };
+  cl.global_index = "get_global_id(0)";
+  cl.group_index = "get_group_id(0)";
+  cl.local_index = [](int dim) { return "get_local_id(" + std::to_string(dim) + ")"; };
+  cl.local_memory = "__local";
+  cl.barrier = "barrier(CLK_LOCAL_MEM_FENCE);";
   cl.math = [](const std::string& f, DType, const std::string&) { return f; };  // overloaded for float and double
   // fmax would drop a NaN; PyTorch's max propagates it. One function per type, as OpenCL C has
   // neither __typeof__ nor statement expressions.

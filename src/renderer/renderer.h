@@ -1,6 +1,7 @@
 #pragma once
 // A renderer prints a linearized kernel (a flat, dependency-ordered list of UOps) as source text
 // for one language. Codegen asks it what it can render; it knows nothing of devices.
+#include <array>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,10 @@ struct Kernel {
   std::string name;                // function name
   std::vector<UOpRef> linear;      // from codegen's linearizer
   int64_t threads = 1;             // THREAD ranges are split over this many threads (core_id)
+  // Work-groups: the LOCAL/GROUP_REDUCE range ids along local dimensions 0, 1, 2 and the group's
+  // size along each (none: no work-groups, core_id is the work-item; else core_id is the group).
+  std::vector<int64_t> local_axes;
+  std::array<int64_t, 3> local_size{1, 1, 1};
 };
 
 class Renderer {

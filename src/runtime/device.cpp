@@ -18,6 +18,20 @@ void Device::synchronize() {}
 int Device::max_threads() const { return 1; }
 int Device::vector_bytes() const { return 0; }
 std::string Device::language() const { return "C"; }
+int Device::max_local_size() const { return 0; }
+int64_t Device::local_memory_bytes() const { return 0; }
+bool Device::prefers_work_groups() const { return max_local_size() > 1; }
+
+double Program::launch_grid(const std::vector<void*>& bufs, const std::vector<int64_t>& vals, const LaunchDims& dims,
+                            bool wait) {
+  const bool one_dimension = dims.global[1] == 1 && dims.global[2] == 1;
+  const bool groups_of_one = dims.local == std::array<int64_t, 3>{1, 1, 1};
+  if (!one_dimension || !groups_of_one)
+    throw_error("launch: expected {n, 1, 1} work-items in groups of one (this device has no work-groups), got global [",
+                dims.global[0], ", ", dims.global[1], ", ", dims.global[2], "] local [", dims.local[0], ", ",
+                dims.local[1], ", ", dims.local[2], "]");
+  return launch(bufs, vals, dims.global[0], wait);
+}
 
 std::unique_ptr<Program> load_compiled(Device& dev, const std::string& binary, const std::string& source,
                                        const std::string& function_name) {

@@ -77,6 +77,8 @@ const char* axis_color(AxisType t) {
     case AxisType::REDUCE: return "\033[31m";  // red: reduction
     case AxisType::UPCAST: return "\033[33m";  // yellow: vectorized
     case AxisType::UNROLL: return "\033[35m";  // magenta: unrolled reduction
+    case AxisType::LOCAL: return "\033[32m";   // green: work-items of a group
+    case AxisType::GROUP_REDUCE: return "\033[92m";  // bright green: reduced by a group's work-items
   }
   return "";
 }
@@ -91,7 +93,10 @@ std::string kernel_name(const UOpRef& ast, bool colored) {
     return a->arg_as<RangeArg>().id < b->arg_as<RangeArg>().id;
   });
   bool reduces = std::any_of(ranges.begin(), ranges.end(),
-                             [](const UOp* r) { return r->arg_as<RangeArg>().type == AxisType::REDUCE; });
+                             [](const UOp* r) {
+                               const AxisType t = r->arg_as<RangeArg>().type;
+                               return t == AxisType::REDUCE || t == AxisType::GROUP_REDUCE;
+                             });
   std::string name = reduces ? "r" : "E";
   std::set<int64_t> seen;
   for (const UOp* r : ranges) {

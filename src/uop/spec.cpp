@@ -65,13 +65,17 @@ void verify_linear(const std::vector<UOpRef>& linear) {
   static constexpr OpSet allowed = group::Elementwise | OpSet{Ops::SINK, Ops::END, Ops::STORE, Ops::INDEX,
                                                               Ops::LOAD, Ops::PARAM, Ops::CONST, Ops::RANGE,
                                                               Ops::BUFFER, Ops::AFTER, Ops::GROUP, Ops::NOOP,
-                                                              Ops::VECTORIZE, Ops::GEP};
+                                                              Ops::VECTORIZE, Ops::GEP, Ops::DEFINE_LOCAL,
+                                                              Ops::BARRIER};
   std::unordered_set<const UOp*> seen, open;
   for (const UOpRef& u : linear) {
     if (!allowed.has(u->op)) reject("linear", u.get(), "not allowed after linearization");
     for (const UOpRef& s : u->src)
       if (!seen.count(s.get())) reject("linear", u.get(), "a source comes after its user");
     if (u->op == Ops::RANGE) open.insert(u.get());
+    if (u->op == Ops::DEFINE_LOCAL && (!u->dtype.ptr || !std::holds_alternative<BufferArg>(u->arg)))
+      reject("linear", u.get(), "DEFINE_LOCAL is a pointer with a BufferArg (its id and element count)");
+    if (u->op == Ops::BARRIER && u->dtype != dtypes::void_) reject("linear", u.get(), "a BARRIER has no value");
     if (u->op == Ops::END)
       for (size_t i = 1; i < u->src.size(); i++)
         if (!open.erase(u->src[i].get())) reject("linear", u.get(), "closes a loop that is not open");

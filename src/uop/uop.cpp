@@ -53,6 +53,8 @@ std::string_view axis_type_name(AxisType t) {
     case AxisType::REDUCE: return "REDUCE";
     case AxisType::UPCAST: return "UPCAST";
     case AxisType::UNROLL: return "UNROLL";
+    case AxisType::LOCAL: return "LOCAL";
+    case AxisType::GROUP_REDUCE: return "GROUP_REDUCE";
   }
   return "?";
 }
@@ -64,6 +66,8 @@ char axis_type_letter(AxisType t) {
     case AxisType::REDUCE: return 'R';
     case AxisType::UPCAST: return 'u';
     case AxisType::UNROLL: return 'r';
+    case AxisType::LOCAL: return 'l';
+    case AxisType::GROUP_REDUCE: return 'g';
   }
   return '?';
 }

@@ -8,8 +8,8 @@
 namespace kiln {
 
 #define KILN_OPS(X)                                                                   \
-  /* defines */ X(PARAM) X(BUFFER) X(CONST) X(RANGE) X(SPECIAL)                          \
-  /* structure */ X(SINK) X(GROUP) X(END) X(AFTER) X(NOOP)                              \
+  /* defines */ X(PARAM) X(BUFFER) X(CONST) X(RANGE) X(SPECIAL) X(DEFINE_LOCAL)          \
+  /* structure */ X(SINK) X(GROUP) X(END) X(AFTER) X(NOOP) X(BARRIER)                   \
   /* schedule */ X(CALL) X(LINEAR)                                                       \
   /* memory */ X(INDEX) X(LOAD) X(STORE) X(COPY)                                       \
   /* vectors */ X(VECTORIZE) X(GEP)                                                        \

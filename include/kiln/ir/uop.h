@@ -21,7 +21,9 @@ using Shape = std::vector<int64_t>;
 using Pairs = std::vector<std::pair<int64_t, int64_t>>;
 
 // What a loop variable is for; codegen opts retype ranges (an opt is a split, retyped range).
-enum class AxisType : uint8_t { LOOP, THREAD, REDUCE, UPCAST, UNROLL };
+// LOCAL: an output loop whose iterations are the work-items of a work-group (get_local_id);
+// GROUP_REDUCE: a reduced loop whose iterations are work-items that reduce together through local memory.
+enum class AxisType : uint8_t { LOOP, THREAD, REDUCE, UPCAST, UNROLL, LOCAL, GROUP_REDUCE };
 std::string_view axis_type_name(AxisType);
 char axis_type_letter(AxisType);
 

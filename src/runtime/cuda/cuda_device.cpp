@@ -33,6 +33,8 @@ class CudaDevice final : public Device {
   // The CUDA renderer writes scalar code only.
   int vector_bytes() const override { return 0; }
   std::string language() const override { return "CUDA"; }
+  int max_local_size() const override { return cuda::CudaProgram::kMaxBlockThreads; }
+  int64_t local_memory_bytes() const override { return cuda::CudaProgram::kSharedMemoryBytes; }
 
  private:
   cuda::Context ctx_;

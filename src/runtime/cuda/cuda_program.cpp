@@ -24,6 +24,7 @@ CudaProgram::CudaProgram(const Context& ctx, const std::string& ptx, const std::
     throw_error("could not find CUDA kernel '", function_name, "' in its module: ", d.error_name(r));
   }
   block_threads_ = std::clamp(max_threads, 1, kBlockThreads);
+  max_block_threads_ = std::max(max_threads, 1);
 }
 
 CudaProgram::~CudaProgram() {
@@ -33,10 +34,34 @@ CudaProgram::~CudaProgram() {
 
 double CudaProgram::launch(const std::vector<void*>& bufs, const std::vector<int64_t>& vals, int64_t global_size,
                            bool wait) {
-  if (!vals.empty()) throw_error("CUDA kernel ", name_, ": expected no integer arguments, got ", vals.size());
   const int64_t items = std::max<int64_t>(global_size, 1);
   const int64_t blocks = (items + block_threads_ - 1) / block_threads_;
-  if (blocks > INT_MAX) throw_error("CUDA kernel ", name_, ": ", global_size, " work items exceed one launch");
+  return run(bufs, vals, {{blocks, 1, 1}, {block_threads_, 1, 1}}, wait);
+}
+
+double CudaProgram::launch_grid(const std::vector<void*>& bufs, const std::vector<int64_t>& vals, const LaunchDims& dims,
+                                bool wait) {
+  if (dims.local == std::array<int64_t, 3>{1, 1, 1} && dims.global[1] == 1 && dims.global[2] == 1)
+    return launch(bufs, vals, dims.global[0], wait);
+  LaunchDims grid;  // in blocks, and threads per block
+  for (int d = 0; d < 3; d++) {
+    if (dims.global[d] < 1 || dims.local[d] < 1 || dims.global[d] % dims.local[d] != 0)
+      throw_error("CUDA kernel ", name_, ": expected global sizes that are positive multiples of the local sizes, got ",
+                  dims.global[d], " and ", dims.local[d], " along dimension ", d);
+    grid.global[d] = dims.global[d] / dims.local[d];
+    grid.local[d] = dims.local[d];
+  }
+  const int64_t threads = grid.local[0] * grid.local[1] * grid.local[2];
+  if (threads > max_block_threads_)
+    throw_error("CUDA kernel ", name_, ": expected at most ", max_block_threads_, " threads per block, got ", threads);
+  return run(bufs, vals, grid, wait);
+}
+
+double CudaProgram::run(const std::vector<void*>& bufs, const std::vector<int64_t>& vals, const LaunchDims& grid,
+                        bool wait) {
+  if (!vals.empty()) throw_error("CUDA kernel ", name_, ": expected no integer arguments, got ", vals.size());
+  for (int64_t blocks : grid.global)
+    if (blocks > INT_MAX) throw_error("CUDA kernel ", name_, ": ", blocks, " blocks exceed one launch");
   // cuLaunchKernel takes a pointer to each argument. Buffers past the kernel's parameters are ones
   // it no longer reads (simplified away): the driver reads only as many as the kernel has.
   std::vector<CUdeviceptr> pointers(bufs.size());
@@ -47,9 +72,10 @@ double CudaProgram::launch(const std::vector<void*>& bufs, const std::vector<int
   }
   ctx_.make_current();
   auto start = std::chrono::steady_clock::now();
-  ctx_.driver.check(ctx_.driver.LaunchKernel(function_, static_cast<unsigned>(blocks), 1, 1,
-                                             static_cast<unsigned>(block_threads_), 1, 1, 0, nullptr, params.data(),
-                                             nullptr),
+  auto u = [](int64_t n) { return static_cast<unsigned>(n); };
+  ctx_.driver.check(ctx_.driver.LaunchKernel(function_, u(grid.global[0]), u(grid.global[1]), u(grid.global[2]),
+                                             u(grid.local[0]), u(grid.local[1]), u(grid.local[2]), 0, nullptr,
+                                             params.data(), nullptr),
                     "cuLaunchKernel");
   if (!wait) return 0;
   ctx_.driver.check(ctx_.driver.CtxSynchronize(), "cuCtxSynchronize");

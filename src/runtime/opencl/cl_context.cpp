@@ -74,6 +74,8 @@ Context::Context(const DeviceChoice& choice) : device(choice.device), is_gpu(cho
   device_name = device_string(device, CL_DEVICE_NAME);
   driver_version = device_string(device, CL_DRIVER_VERSION);
   compute_units = static_cast<int>(device_value<cl_uint>(device, CL_DEVICE_MAX_COMPUTE_UNITS));
+  max_work_group_size = static_cast<int>(device_value<size_t>(device, CL_DEVICE_MAX_WORK_GROUP_SIZE));
+  local_memory_bytes = static_cast<int64_t>(device_value<cl_ulong>(device, CL_DEVICE_LOCAL_MEM_SIZE));
   correctly_rounded_divide_sqrt =
       device_value<cl_device_fp_config>(device, CL_DEVICE_SINGLE_FP_CONFIG) & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT;
   cl_int err = CL_SUCCESS;

@@ -35,6 +35,8 @@ struct Context {
   std::string device_name, driver_version;
   bool is_gpu = false;
   int compute_units = 1;
+  int max_work_group_size = 1;   // work-items per work-group
+  int64_t local_memory_bytes = 0;  // __local memory per work-group
   bool correctly_rounded_divide_sqrt = false;  // may build with -cl-fp32-correctly-rounded-divide-sqrt
 };
 

@@ -23,6 +23,10 @@ class ClDevice final : public Device {
   // The OpenCL renderer writes scalar code only, for now.
   int vector_bytes() const override { return 0; }
   std::string language() const override { return "OpenCL"; }
+  int max_local_size() const override { return ctx_.max_work_group_size; }
+  int64_t local_memory_bytes() const override { return ctx_.local_memory_bytes; }
+  // PoCL runs a group's work-items one after the other on a core: loops suit it better.
+  bool prefers_work_groups() const override { return ctx_.is_gpu; }
 
  private:
   cl::Context ctx_;

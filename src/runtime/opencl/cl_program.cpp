@@ -34,6 +34,12 @@ ClProgram::~ClProgram() {
 
 double ClProgram::launch(const std::vector<void*>& bufs, const std::vector<int64_t>& vals, int64_t global_size,
                          bool wait) {
+  // Work-groups of one: the shares are big loops, and separate groups run on separate cores.
+  return launch_grid(bufs, vals, LaunchDims{{std::max<int64_t>(global_size, 1), 1, 1}, {1, 1, 1}}, wait);
+}
+
+double ClProgram::launch_grid(const std::vector<void*>& bufs, const std::vector<int64_t>& vals, const LaunchDims& dims,
+                              bool wait) {
   if (!vals.empty()) throw_error("OpenCL kernel ", name_, ": expected no integer arguments, got ", vals.size());
   std::lock_guard lock(mu_);
   // Buffers past the kernel's arguments are ones it no longer reads (simplified away).
@@ -42,10 +48,18 @@ double ClProgram::launch(const std::vector<void*>& bufs, const std::vector<int64
     cl_mem mem = static_cast<cl_mem>(bufs[i]);
     check(clSetKernelArg(kernel_, static_cast<cl_uint>(i), sizeof mem, &mem), "clSetKernelArg");
   }
-  // Work-groups of one: the shares are big loops, and separate groups run on separate cores.
-  const size_t global = static_cast<size_t>(std::max<int64_t>(global_size, 1)), local = 1;
+  size_t global[3], local[3];
+  cl_uint work_dims = 1;
+  for (cl_uint d = 0; d < 3; d++) {
+    if (dims.global[d] < 1 || dims.local[d] < 1 || dims.global[d] % dims.local[d] != 0)
+      throw_error("OpenCL kernel ", name_, ": expected global sizes that are positive multiples of the local sizes, got ",
+                  dims.global[d], " and ", dims.local[d], " along dimension ", d);
+    global[d] = static_cast<size_t>(dims.global[d]);
+    local[d] = static_cast<size_t>(dims.local[d]);
+    if (global[d] > 1) work_dims = d + 1;
+  }
   auto start = std::chrono::steady_clock::now();
-  check(clEnqueueNDRangeKernel(ctx_.queue, kernel_, 1, nullptr, &global, &local, 0, nullptr, nullptr),
+  check(clEnqueueNDRangeKernel(ctx_.queue, kernel_, work_dims, nullptr, global, local, 0, nullptr, nullptr),
         "clEnqueueNDRangeKernel");
   if (!wait) return 0;
   check(clFinish(ctx_.queue), "clFinish");

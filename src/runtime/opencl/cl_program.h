@@ -1,6 +1,7 @@
 #pragma once
 // A kernel from a ClCompiler binary. A launch runs global_size work-items, each its own work-group,
-// and work-item i is the kernel's core_id i (it takes its share of the THREAD loop, as on the CPU).
+// and work-item i is the kernel's core_id i (it takes its share of the THREAD loop, as on the CPU);
+// a kernel with work-groups is launched with launch_grid, and its group i is core_id i.
 #include <mutex>
 #include <string>
 
@@ -20,6 +21,9 @@ class ClProgram final : public Program {
   // bufs are cl_mems from ClAllocator; OpenCL kernels take no integer arguments (vals) yet.
   double launch(const std::vector<void*>& bufs, const std::vector<int64_t>& vals, int64_t global_size,
                 bool wait) override;
+  // Work-groups of dims.local work-items (launch: groups of one).
+  double launch_grid(const std::vector<void*>& bufs, const std::vector<int64_t>& vals, const LaunchDims& dims,
+                     bool wait) override;
 
  private:
   const Context& ctx_;
