@@ -284,6 +284,24 @@ TEST(Matmul, ShapesAgainstReference) {
   }
 }
 
+TEST(Matmul, LargeRightOperandsReadFromColumnPanels) {
+  // k * m >= 2048 * 2048 on the CPU: the right operand is copied in panels of 32 columns first
+  // (reduce.cpp); a transposed view and a gradient go through the same copy
+  NdArray a = kt::wrap(ref::random({3, 2048}, 2410), dtypes::float32);
+  NdArray b = kt::wrap(ref::random({2048, 2080}, 2411), dtypes::float32);
+  Tensor ta = kt::make(a), tb = kt::make(b);
+  EXPECT_TRUE(kt::matches(ta.matmul(tb), ref::matmul(a, b), matmul_tol(2048)));
+  EXPECT_TRUE(kt::matches(ta.matmul(tb.transpose().contiguous().transpose()), ref::matmul(a, b), matmul_tol(2048)));
+  Tensor w = kt::make(b).requires_grad_(true);
+  Tensor loss = ta.matmul(w).sum();
+  Tensor grad = loss.gradient({w}).at(0);
+  // d(sum(a @ w))/dw[k][j] = sum_i a[i][k]
+  NdArray want({2048, 2080});
+  for (int64_t k = 0; k < 2048; k++)
+    for (int64_t j = 0; j < 2080; j++) want.at({k, j}) = a.at({0, k}) + a.at({1, k}) + a.at({2, k});
+  EXPECT_TRUE(kt::matches(grad, want, matmul_tol(3)));
+}
+
 TEST(Matmul, DotAndTransposedOperands) {
   NdArray a = kt::wrap(ref::random({13, 7}, 2400), dtypes::float32);
   NdArray b = kt::wrap(ref::random({5, 13}, 2401), dtypes::float32);
