@@ -12,6 +12,7 @@
 #include "codegen/codegen.h"
 #include "engine/beam_search.h"
 #include "error_message.h"
+#include "opt_checks.h"
 #include "kiln/kiln.h"
 #include "runtime/device.h"
 #include "support/env.h"
@@ -33,72 +34,6 @@ runtime::Device& cpu() { return runtime::get_device("CPU"); }
 
 codegen::Target target_of(runtime::Device& dev, bool optimize = true) {
   return {&renderer::renderer_for(dev.language()), dev.max_threads(), optimize, dev.vector_bytes()};
-}
-
-// Random contents per dtype: floats in [-1, 1), integers in [-20, 20] (unsigned: [0, 40]), bools.
-std::vector<unsigned char> random_bytes(DType dtype, size_t bytes, std::mt19937& rng) {
-  std::vector<unsigned char> out(bytes);
-  const size_t item = static_cast<size_t>(dtype.itemsize());
-  for (size_t off = 0; off + item <= bytes; off += item) {
-    const int64_t small = std::uniform_int_distribution<int64_t>(-20, 20)(rng);
-    if (dtype.scalar == ScalarType::Float32) {
-      const float f = std::uniform_real_distribution<float>(-1, 1)(rng);
-      std::memcpy(&out[off], &f, item);
-    } else if (dtype.scalar == ScalarType::Float64) {
-      const double d = std::uniform_real_distribution<double>(-1, 1)(rng);
-      std::memcpy(&out[off], &d, item);
-    } else if (dtype.is_bool()) {
-      out[off] = small > 0;
-    } else {
-      const int64_t v = dtype.is_unsigned() ? small + 20 : small;
-      std::memcpy(&out[off], &v, item);  // little-endian: the low bytes
-    }
-  }
-  return out;
-}
-
-// Each PARAM's contents after running `ast` with `opts` from the given initial contents.
-std::vector<std::vector<unsigned char>> run(const UOpRef& ast, const codegen::Target& target, const std::vector<Opt>& opts,
-                                            const std::vector<std::vector<unsigned char>>& initial) {
-  engine::KernelBuffers bufs(ast, cpu());
-  for (size_t i = 0; i < bufs.count(); i++) bufs.write(i, initial[i].data());
-  engine::Candidate c = engine::compile_candidate(ast, cpu(), target, opts);
-  engine::time_candidate(c, bufs, 0);
-  std::vector<std::vector<unsigned char>> out(bufs.count());
-  for (size_t i = 0; i < bufs.count(); i++) {
-    out[i].resize(bufs.bytes(i));
-    bufs.read(i, out[i].data());
-  }
-  return out;
-}
-
-// Floats within 1e-4 relative + 1e-4 absolute (opts reorder float sums of up to a few hundred
-// terms of magnitude <= 1); everything else bit-exact.
-void expect_same(const std::vector<unsigned char>& got, const std::vector<unsigned char>& want, DType dtype,
-                 const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  if (dtype.scalar != ScalarType::Float32 && dtype.scalar != ScalarType::Float64) {
-    EXPECT_EQ(got, want) << what;
-    return;
-  }
-  const size_t n = got.size() / static_cast<size_t>(dtype.itemsize());
-  for (size_t i = 0; i < n; i++) {
-    double g, w;
-    if (dtype.scalar == ScalarType::Float32) {
-      float gf, wf;
-      std::memcpy(&gf, &got[i * 4], 4);
-      std::memcpy(&wf, &want[i * 4], 4);
-      g = gf, w = wf;
-    } else {
-      std::memcpy(&g, &got[i * 8], 8);
-      std::memcpy(&w, &want[i * 8], 8);
-    }
-    if (std::isnan(w)) {
-      EXPECT_TRUE(std::isnan(g)) << what << " element " << i;
-      continue;
-    }
-    ASSERT_NEAR(g, w, 1e-4 + 1e-4 * std::fabs(w)) << what << " element " << i;
-  }
 }
 
 // Kernels of many shapes: matmuls (odd sizes, batched), a conv, reductions over each axis, a
@@ -199,8 +134,8 @@ TEST(Opts, RandomLegalOptsNeverChangeResults) {
   for (const UOpRef& ast : sample_kernels()) {
     engine::KernelBuffers shape(ast, cpu());
     std::vector<std::vector<unsigned char>> initial;
-    for (size_t i = 0; i < shape.count(); i++) initial.push_back(random_bytes(shape.dtype(i), shape.bytes(i), rng));
-    const auto want = run(ast, noopt, {}, initial);
+    for (size_t i = 0; i < shape.count(); i++) initial.push_back(kt::random_bytes(shape.dtype(i), shape.bytes(i), rng));
+    const auto want = kt::run_with_opts(ast, cpu(), noopt, {}, initial);
     for (int trial = 0; trial < 6; trial++) {
       std::vector<Opt> opts;
       UOpRef k = ast;
@@ -212,9 +147,10 @@ TEST(Opts, RandomLegalOptsNeverChangeResults) {
         k = codegen::apply_opt(k, opts.back(), target);
         ASSERT_TRUE(k) << "possible_opts offered " << opts.back().str() << ", which does not apply";
       }
-      const auto got = run(ast, target, opts, initial);
+      const auto got = kt::run_with_opts(ast, cpu(), target, opts, initial);
       const std::string what = kernel_name(ast) + " with opts:\n" + codegen::opts_to_string(opts);
-      for (size_t i = 0; i < got.size(); i++) expect_same(got[i], want[i], shape.dtype(i), what + "buffer " + std::to_string(i));
+      for (size_t i = 0; i < got.size(); i++)
+        kt::expect_same_contents(got[i], want[i], shape.dtype(i), what + "buffer " + std::to_string(i));
       tried++;
     }
   }

@@ -13,6 +13,7 @@
 #include "codegen/codegen.h"
 #include "engine/beam_search.h"
 #include "error_message.h"
+#include "opt_checks.h"
 #include "kiln/kiln.h"
 #include "runtime/cuda/cuda_compiler.h"
 #include "runtime/cuda/cuda_program.h"
@@ -44,72 +45,6 @@ codegen::Target cuda_target() {
 }
 
 bool is_work_group_opt(const Opt& o) { return o.op == OptOp::LOCAL || o.op == OptOp::GROUP; }
-
-// Random contents: floats in [-1, 1), integers in [-20, 20] (unsigned: [0, 40]), bools.
-std::vector<unsigned char> random_bytes(DType dtype, size_t bytes, std::mt19937& rng) {
-  std::vector<unsigned char> out(bytes);
-  const size_t item = static_cast<size_t>(dtype.itemsize());
-  for (size_t off = 0; off + item <= bytes; off += item) {
-    const int64_t small = std::uniform_int_distribution<int64_t>(-20, 20)(rng);
-    if (dtype.scalar == ScalarType::Float32) {
-      const float f = std::uniform_real_distribution<float>(-1, 1)(rng);
-      std::memcpy(&out[off], &f, item);
-    } else if (dtype.scalar == ScalarType::Float64) {
-      const double d = std::uniform_real_distribution<double>(-1, 1)(rng);
-      std::memcpy(&out[off], &d, item);
-    } else if (dtype.is_bool()) {
-      out[off] = small > 0;
-    } else {
-      const int64_t v = dtype.is_unsigned() ? small + 20 : small;
-      std::memcpy(&out[off], &v, item);  // little-endian: the low bytes
-    }
-  }
-  return out;
-}
-
-// Each PARAM's contents after running `ast` on OpenCL with `opts` from the given contents.
-std::vector<std::vector<unsigned char>> run(const UOpRef& ast, const codegen::Target& target, const std::vector<Opt>& opts,
-                                            const std::vector<std::vector<unsigned char>>& initial) {
-  engine::KernelBuffers bufs(ast, cl());
-  for (size_t i = 0; i < bufs.count(); i++) bufs.write(i, initial[i].data());
-  engine::Candidate c = engine::compile_candidate(ast, cl(), target, opts);
-  engine::time_candidate(c, bufs, 0);
-  std::vector<std::vector<unsigned char>> out(bufs.count());
-  for (size_t i = 0; i < bufs.count(); i++) {
-    out[i].resize(bufs.bytes(i));
-    bufs.read(i, out[i].data());
-  }
-  return out;
-}
-
-// Floats within 1e-4 relative + 1e-4 absolute (work-groups reorder sums of up to a few thousand
-// terms of magnitude <= 1); everything else bit-exact.
-void expect_same(const std::vector<unsigned char>& got, const std::vector<unsigned char>& want, DType dtype,
-                 const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  if (dtype.scalar != ScalarType::Float32 && dtype.scalar != ScalarType::Float64) {
-    EXPECT_EQ(got, want) << what;
-    return;
-  }
-  const size_t n = got.size() / static_cast<size_t>(dtype.itemsize());
-  for (size_t i = 0; i < n; i++) {
-    double g, w;
-    if (dtype.scalar == ScalarType::Float32) {
-      float gf, wf;
-      std::memcpy(&gf, &got[i * 4], 4);
-      std::memcpy(&wf, &want[i * 4], 4);
-      g = gf, w = wf;
-    } else {
-      std::memcpy(&g, &got[i * 8], 8);
-      std::memcpy(&w, &want[i * 8], 8);
-    }
-    if (std::isnan(w)) {
-      EXPECT_TRUE(std::isnan(g)) << what << " element " << i;
-      continue;
-    }
-    ASSERT_NEAR(g, w, 1e-4 + 1e-4 * std::fabs(w)) << what << " element " << i;
-  }
-}
 
 // Elementwise, row sums, full sums, matmuls, softmax, argmax, reductions over each axis, sizes that
 // divide badly (33, 35, 7), integer and float64 reductions, gated loads (padding).
@@ -212,15 +147,16 @@ TEST(LocalOpts, RandomLegalOptsWithWorkGroupsNeverChangeResults) {
   for (const UOpRef& ast : sample_kernels()) {
     engine::KernelBuffers shape(ast, cl());
     std::vector<std::vector<unsigned char>> initial;
-    for (size_t i = 0; i < shape.count(); i++) initial.push_back(random_bytes(shape.dtype(i), shape.bytes(i), rng));
-    const auto want = run(ast, noopt, {}, initial);
+    for (size_t i = 0; i < shape.count(); i++) initial.push_back(kt::random_bytes(shape.dtype(i), shape.bytes(i), rng));
+    const auto want = kt::run_with_opts(ast, cl(), noopt, {}, initial);
     for (int trial = 0; trial < 6; trial++) {
       const std::vector<Opt> opts = random_opts(ast, target, rng);
       with_local += std::any_of(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::LOCAL; });
       with_group += std::any_of(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::GROUP; });
-      const auto got = run(ast, target, opts, initial);
+      const auto got = kt::run_with_opts(ast, cl(), target, opts, initial);
       const std::string what = kernel_name(ast) + " with opts:\n" + codegen::opts_to_string(opts);
-      for (size_t i = 0; i < got.size(); i++) expect_same(got[i], want[i], shape.dtype(i), what + "buffer " + std::to_string(i));
+      for (size_t i = 0; i < got.size(); i++)
+        kt::expect_same_contents(got[i], want[i], shape.dtype(i), what + "buffer " + std::to_string(i));
       tried++;
     }
   }
