@@ -40,13 +40,12 @@ CStyleLanguage c_language() {
   // clang vectorizes a loop of them.
   c.math = [](const std::string& f, DType d, const std::string& type) {
     const bool is_double = d.scalar == ScalarType::Float64;
-    if (auto inline_math = c_inline_math(f, type, d.count > 1); inline_math && !is_double) return inline_math->name;
+    if (auto name = c_inline_math_name(f, type); name && !is_double) return *name;
     if (d.count > 1) throw_error("C renderer: no vector version of ", f, " for ", type);
     return (f == "log" ? "kiln_" : "__builtin_") + f + (is_double ? "" : "f");
   };
   c.math_definition = [](const std::string& f, DType d, const std::string& type) {
-    auto inline_math = c_inline_math(f, type, d.count > 1);
-    return inline_math && d.scalar != ScalarType::Float64 ? inline_math->definition : std::string();
+    return d.scalar == ScalarType::Float64 ? std::string() : c_inline_math_definition(f, type, d.count > 1);
   };
   c.max = [](const std::string& a, const std::string& b, const std::string&) { return "KILN_MAX(" + a + ", " + b + ")"; };
   c.max_definition = [](const std::string&) { return std::string(); };

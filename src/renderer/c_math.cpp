@@ -56,11 +56,16 @@ std::string exp_function(const std::string& name, const Syntax& s, bool base2) {
 
 }  // namespace
 
-std::optional<CMathFunction> c_inline_math(const std::string& f, const std::string& float_type, bool vector) {
+std::optional<std::string> c_inline_math_name(const std::string& f, const std::string& float_type) {
   if (f != "exp" && f != "exp2") return std::nullopt;
-  const std::string name = "kiln_" + f + "_" + float_type;
+  return "kiln_" + f + "_" + float_type;
+}
+
+std::string c_inline_math_definition(const std::string& f, const std::string& float_type, bool vector) {
+  const std::optional<std::string> name = c_inline_math_name(f, float_type);
+  if (!name) return "";
   const Syntax syntax{float_type, vector ? "kiln_int_of_" + float_type : "int", vector};
-  return CMathFunction{name, exp_function(name, syntax, f == "exp2")};
+  return exp_function(*name, syntax, f == "exp2");
 }
 
 }  // namespace kiln::renderer

@@ -5,13 +5,10 @@
 
 namespace kiln::renderer {
 
-struct CMathFunction {
-  std::string name;        // what the kernel calls
-  std::string definition;  // printed once before the kernel
-};
-
-// The inline definition of math function `f` ("exp", ...) on `float_type` (float32 lanes: "float"
-// or a vector type such as "float_x16"), or nothing when libm's function is used.
-std::optional<CMathFunction> c_inline_math(const std::string& f, const std::string& float_type, bool vector);
+// The name of the kernel's own function for math function `f` ("exp", ...) on `float_type`
+// (float32 lanes: "float" or a vector type such as "float_x16"), or nothing when libm's is used.
+std::optional<std::string> c_inline_math_name(const std::string& f, const std::string& float_type);
+// That function's definition, printed once before the kernel.
+std::string c_inline_math_definition(const std::string& f, const std::string& float_type, bool vector);
 
 }  // namespace kiln::renderer

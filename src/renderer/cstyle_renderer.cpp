@@ -8,6 +8,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -143,9 +144,7 @@ std::string alu(const UOp* u, const std::unordered_map<const UOp*, std::string>&
   auto bin = [&](const char* op) { return "(" + s(0) + op + s(1) + ")"; };
   std::string e;
   if (const char* f = math_function(u->op)) e = t.lang.math(f, in, t.reg(in)) + "(" + s(0) + ")";
-  switch (u->op) {
-    case Ops::EXP: case Ops::EXP2: case Ops::LOG: case Ops::LOG2: case Ops::SIN: case Ops::COS: case Ops::SQRT:
-    case Ops::TRUNC: break;
+  else switch (u->op) {
     case Ops::RECIPROCAL: e = "(" + t.literal(1, u->dtype) + "/" + s(0) + ")"; break;
     case Ops::NEG: e = "(-" + s(0) + ")"; break;
     case Ops::ADD: e = bin("+"); break;
@@ -220,7 +219,8 @@ std::string CStyleRenderer::render(const Kernel& k) const {
   const TypeNames t{lang_};
   std::unordered_map<const UOp*, int> uses;
   bool halves = false;
-  std::set<std::string> vector_types, max_types, math_definitions;
+  std::set<std::string> vector_types, max_types;
+  std::map<std::string, std::string> math_definitions;  // by function and type
   std::vector<std::pair<int64_t, std::string>> params;
   for (const UOpRef& u : k.linear) {
     for (const UOpRef& s : u->src) uses[s.get()]++;
@@ -233,8 +233,10 @@ std::string CStyleRenderer::render(const Kernel& k) const {
     }
     if (u->op == Ops::MAX && u->dtype.count > 1) vector_types.insert(t.vector_typedef(mask_type(u->dtype)));
     else if (u->op == Ops::MAX) max_types.insert(t.reg(u->dtype));
-    if (const char* f = math_function(u->op); f && lang_.math_definition)
-      math_definitions.insert(lang_.math_definition(f, u->dtype, t.reg(u->dtype)));
+    if (const char* f = math_function(u->op); f && lang_.math_definition) {
+      auto [it, fresh] = math_definitions.try_emplace(std::string(f) + " " + t.reg(u->dtype));
+      if (fresh) it->second = lang_.math_definition(f, u->dtype, t.reg(u->dtype));
+    }
     if (u->op == Ops::PARAM) params.emplace_back(u->arg_as<int64_t>(), t.mem(u->dtype));
   }
   std::unordered_map<const UOp*, std::string> name;  // the expression or variable for each node
@@ -248,7 +250,7 @@ std::string CStyleRenderer::render(const Kernel& k) const {
   head << lang_.preamble << (halves ? kHalfPreamble : "");
   for (const std::string& type : max_types) head << lang_.max_definition(type);
   for (const std::string& type : vector_types) head << type;
-  for (const std::string& definition : math_definitions) head << definition;
+  for (const auto& [function, definition] : math_definitions) head << definition;
   head << lang_.signature(k.name, params);
   if (groups && lang_.group_index.empty())
     throw_error(lang_.name, " renderer: kernel ", k.name, " uses work-groups (LOCAL/GROUP opts), which ", lang_.name,
