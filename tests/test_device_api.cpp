@@ -26,7 +26,8 @@ using kt::error_of;
 
 // What kiln asked of the device.
 struct Calls {
-  std::atomic<int64_t> allocs{0}, bytes_in{0}, bytes_out{0}, compiles{0}, launches{0};
+  std::atomic<int64_t> allocs{0}, bytes_in{0}, bytes_out{0}, compiles{0}, launches{0}, refused{0};
+  bool refuse_threads = false;  // launches over more than one core fail, as a device out of resources
 };
 
 // Memory in separate host blocks that kiln reaches only through copyin/copyout, counted.
@@ -66,6 +67,10 @@ struct CountingProgram final : Program {
                 bool wait) override {
     ++calls.launches;
     EXPECT_LE(global_size, 2);  // max_threads()
+    if (calls.refuse_threads && global_size > 1) {
+      ++calls.refused;
+      throw Error("test device: out of resources for " + std::to_string(global_size) + " cores");
+    }
     return cpu->launch(bufs, vals, global_size, wait);
   }
   std::unique_ptr<Program> cpu;
@@ -190,3 +195,23 @@ TEST(DeviceApi, CachedBuildBuildsOnceAndRebuildsOnRequest) {
 }
 
 }  // namespace
+
+// BEAM times candidates on the device: one the device refuses to launch is no choice (as one that
+// does not compile), never the end of the search.
+TEST(DeviceApi, BeamSkipsCandidatesTheDeviceRefusesToRun) {
+  kt::TempCache cache;
+  auto calls = std::make_shared<Calls>();
+  calls->refuse_threads = true;
+  std::string name = register_test_device(calls);
+  env::ScopedEnv dev("DEV", name), beam("BEAM", "2");
+  std::vector<float> a(64 * 512);
+  for (size_t i = 0; i < a.size(); i++) a[i] = float(i % 17) * 0.125f - 1.0f;
+  const std::vector<float> got = Tensor::from_vector(a, {64, 512}).sum({1}).to_vector<float>();
+  ASSERT_EQ(got.size(), 64u);
+  for (int i = 0; i < 64; i++) {
+    double want = 0;  // multiples of 1/8 below 2^20 in magnitude: every partial sum is exact in float
+    for (int j = 0; j < 512; j++) want += a[size_t(i) * 512 + size_t(j)];
+    EXPECT_EQ(got[i], want) << "row " << i;
+  }
+  EXPECT_GT(calls->refused.load(), 0) << "no candidate asked for both cores: the test tests nothing";
+}

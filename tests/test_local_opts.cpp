@@ -235,7 +235,7 @@ TEST(LocalOpts, BeamOnOpenClSearchesWorkGroupsAndCaches) {
   const engine::BeamStats before = engine::beam_stats();
   const std::vector<Opt> opts = engine::beam_search(ast, cl(), target, 2);
   EXPECT_EQ(engine::beam_stats().searches, before.searches + 1);
-  EXPECT_EQ(engine::beam_search(ast, cl(), target, 2), opts);
+  EXPECT_EQ(engine::beam_search(ast, cl(), target, 2), opts) << "the first search chose:\n" << codegen::opts_to_string(opts);
   EXPECT_EQ(engine::beam_stats().cache_hits, before.cache_hits + 1);
   // its answer computes the row sums
   const std::vector<float> xv = x.to_vector<float>();
@@ -247,6 +247,7 @@ TEST(LocalOpts, BeamOnOpenClSearchesWorkGroupsAndCaches) {
   for (int64_t i = 0; i < 16; i++) {
     double want = 0;
     for (int64_t j = 0; j < 1024; j++) want += xv[i * 1024 + j];
-    ASSERT_NEAR(got[i], want, 1e-4 * (1 + std::fabs(want)));
+    ASSERT_NEAR(got[i], want, 1e-4 * (1 + std::fabs(want))) << "row " << i << ", BEAM's opts:\n" << codegen::opts_to_string(opts);
   }
 }
+

@@ -94,10 +94,17 @@ std::vector<Timed> time_all(runtime::Device& dev, std::vector<std::pair<std::vec
   std::vector<Timed> out;
   for (size_t i = 0; i < kernels.size(); i++) {
     if (!ok[i]) continue;
-    Candidate c{std::move(kernels[i].second), nullptr};
-    c.runtime = runtime::load_compiled(dev, binaries[i], c.program.source, c.program.name);
-    out.push_back({std::move(kernels[i].first), time_candidate(c, bufs, kTimedRuns, kHopeless * best)});
-    beam_stats().timed++;
+    // A device may still refuse a kernel it compiled (too many work-items for its registers, ...):
+    // such a candidate is no choice, as one that does not compile.
+    const std::string name = kernels[i].second.name;
+    try {
+      Candidate c{std::move(kernels[i].second), nullptr};
+      c.runtime = runtime::load_compiled(dev, binaries[i], c.program.source, c.program.name);
+      out.push_back({std::move(kernels[i].first), time_candidate(c, bufs, kTimedRuns, kHopeless * best)});
+      beam_stats().timed++;
+    } catch (const Error& e) {
+      if (env::debug_level() >= 2) fprintf(stderr, "BEAM: %s does not run: %s\n", name.c_str(), e.what());
+    }
   }
   std::sort(out.begin(), out.end(), [](const Timed& a, const Timed& b) { return a.seconds < b.seconds; });
   return out;
@@ -116,7 +123,7 @@ std::vector<Opt> search(const UOpRef& ast, runtime::Device& dev, const codegen::
   add({});
   add(codegen::hand_coded_opts(ast, target));
   std::vector<Timed> beam = time_all(dev, std::move(kernels), bufs, 1e30);
-  if (beam.empty()) throw_error("BEAM: kernel ", kernel_name(ast), " does not compile even without opts");
+  if (beam.empty()) throw_error("BEAM: kernel ", kernel_name(ast), " does not compile and run even without opts");
   const double start_seconds = beam[0].seconds;
   for (int round = 0; round < kMaxRounds; round++) {
     kernels.clear();
