@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <exception>
 
 #include "support/profile.h"
@@ -17,10 +18,34 @@ struct ThreadPool::Batch {
   std::atomic<int64_t> next{0};  // next unclaimed task; 64-bit so overshooting never wraps
   std::atomic<bool> failed{false};
   std::exception_ptr error;  // first exception; guarded by mu_
-  int active_workers = 0;    // guarded by mu_
+  std::atomic<int> active_workers{0};  // changed under mu_; read without it while spinning
 };
 
 namespace {
+// A thread that would sleep polls this long first. Waking a sleeping thread takes tens of
+// microseconds, on a VM whose idle vCPU the host has halted sometimes more than a small kernel's
+// whole share: the caller then ran every task itself (matmul 256 at one core's speed in about
+// half the runs). Back-to-back kernels find the workers still polling, as OpenMP's and
+// OpenBLAS's threads do.
+constexpr auto kSpin = std::chrono::microseconds(200);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();  // lets the core's other hyperthread run, and saves power while polling
+#endif
+}
+
+// Polls `done` until it holds or kSpin passes; whether it held.
+template <class F>
+bool spin_until(F done) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  while (!done()) {
+    for (int i = 0; i < 64; i++) cpu_relax();
+    if (std::chrono::steady_clock::now() > deadline) return done();
+  }
+  return true;
+}
+
 // The pool whose tasks this thread is executing, to run nested run() calls inline.
 thread_local const ThreadPool* t_current_pool = nullptr;
 
@@ -39,6 +64,7 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard lock(mu_);
     stop_ = true;
+    stopping_ = true;
   }
   work_cv_.notify_all();
   for (std::thread& t : workers_) t.join();
@@ -70,14 +96,16 @@ void ThreadPool::run(int n_tasks, const std::function<void(int task)>& fn, std::
   {
     std::lock_guard lock(mu_);
     batch_ = &batch;
-    ++generation_;
+    published_.store(++generation_, std::memory_order_release);
   }
   work_cv_.notify_all();
   {
     CurrentPoolScope scope(this);
     work_on(batch);
   }
-  // Every task is claimed now; wait for workers still finishing theirs.
+  // Every task is claimed now; wait for workers still finishing theirs (a late worker may still
+  // join until batch_ is cleared under the lock; the wait below counts it).
+  spin_until([&] { return batch.active_workers.load(std::memory_order_acquire) == 0; });
   {
     std::unique_lock lock(mu_);
     batch_ = nullptr;
@@ -104,12 +132,16 @@ void ThreadPool::worker_loop() {
   CurrentPoolScope scope(this);
   profile::name_thread("kiln worker");
   uint64_t seen_generation = 0;
-  std::unique_lock lock(mu_);
   while (true) {
-    work_cv_.wait(lock, [&] { return stop_ || (batch_ && generation_ != seen_generation); });
+    spin_until([&] { return published_.load(std::memory_order_acquire) != seen_generation || stopping_.load(); });
+    std::unique_lock lock(mu_);
+    work_cv_.wait(lock, [&] { return stop_ || generation_ != seen_generation; });
     if (stop_) return;
     seen_generation = generation_;
     Batch* batch = batch_;
+    // Woken too late for it (the caller ran every task): poll for the next batch, which
+    // back-to-back kernels start within microseconds.
+    if (!batch) continue;
     ++batch->active_workers;
     lock.unlock();
     work_on(*batch);

@@ -1,6 +1,7 @@
 #pragma once
 // A fixed set of persistent worker threads that run a batch of indexed tasks and wait for all of
 // them. CPU kernels use it to run one call per core_id; the calling thread works on the batch too.
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -45,6 +46,9 @@ class ThreadPool {
   Batch* batch_ = nullptr;           // the batch being run, null when idle
   uint64_t generation_ = 0;          // bumped per batch so a worker joins each batch at most once
   bool stop_ = false;
+  // generation_ and stop_ for workers polling before they sleep (written under mu_)
+  std::atomic<uint64_t> published_{0};
+  std::atomic<bool> stopping_{false};
 };
 
 }  // namespace kiln::runtime
