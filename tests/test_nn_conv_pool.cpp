@@ -236,6 +236,11 @@ const std::vector<ConvCase> kConvCases = {
     {"wide_axes_dilation", {1, 16, 9, 8}, {2, 16, 3, 2}, true, {.strides = {2, 1}, .dilations = {1, 3}, .pads = {{1, 0}, {0, 2}}}},
     {"wide_conv1d", {3, 20, 9}, {4, 20, 3}, true, {.stride = 2, .dilation = 2}},
     {"wide_conv3d", {1, 16, 3, 4, 3}, {2, 16, 2, 2, 2}, false, {.padding = 1}},
+    // 16 or more output channels and output rows under 8: a matmul over channels-last copies
+    {"many_out_narrow", {2, 3, 6, 5}, {16, 3, 3, 3}, true, {}},
+    {"many_out_axes", {1, 16, 9, 7}, {18, 16, 3, 2}, false, {.strides = {2, 1}, .dilations = {1, 2}, .pads = {{1, 0}, {0, 1}}}},
+    {"many_out_conv1d", {2, 4, 6}, {16, 4, 3}, true, {.stride = 2}},
+    {"many_out_conv3d", {1, 2, 3, 4, 5}, {16, 2, 2, 2, 2}, false, {.padding = 1}},
 };
 
 // The op under test: the per-axis overload when the case has per-axis sizes, else the one-size one.
@@ -292,6 +297,19 @@ TEST(Conv, RegisterTileTakesTwoOutputRowsWhenARowIsSeveralVectors) {
   EXPECT_NE(std::find(upcasts.begin(), upcasts.end(), "UPCAST(axis=2, amt=2)"), upcasts.end())
       << kiln::codegen::opts_to_string(p.opts);
   EXPECT_TRUE(kt::matches(out, conv_ref(x, w, std::nullopt, {})));
+}
+
+TEST(Conv, NarrowRowsWithManyChannelsRunOnChannelsLastCopies) {
+  // 6-wide output rows, 32 output channels: copies of input and weight, the conv (pooling.cpp),
+  // and here the NCHW copy of its channels-last result that realizing it alone makes
+  NdArray x = ref::random({2, 16, 8, 8}, 9), w = ref::random({32, 16, 3, 3}, 10);
+  Tensor xt = kt::make(x).realize(), wt = kt::make(w).realize();
+  Tensor out = xt.conv2d(wt);
+  EXPECT_EQ(out.schedule().size(), 4u);
+  EXPECT_TRUE(kt::matches(out, conv_ref(x, w, std::nullopt, {})));
+  // 8-wide rows fill a vector: one kernel in the NCHW layout
+  Tensor x10 = kt::make(ref::random({2, 16, 10, 10}, 11)).realize();
+  EXPECT_EQ(x10.conv2d(wt).schedule().size(), 1u);
 }
 
 const std::vector<ConvCase> kConvTransposeCases = {

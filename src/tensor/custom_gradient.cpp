@@ -16,9 +16,10 @@ struct Registry {
   static Registry& get() {
     static Registry* r = [] {
       auto* reg = new Registry;  // never destroyed: nodes may be freed during static destruction
-      // The ops a composite's output may end in: a reduction, or the reshape after it. (Every free
-      // of such a node runs this hook, so the list stays short.)
-      for (Ops op : {Ops::REDUCE, Ops::RESHAPE})
+      // The ops a composite's output may end in: a reduction, or the reshape or permute (a
+      // channels-last result read as NCHW) after it. (Every free of such a node runs this hook,
+      // so the list stays short.)
+      for (Ops op : {Ops::REDUCE, Ops::RESHAPE, Ops::PERMUTE})
         on_uop_release(op, [reg](const UOp& u) {
           std::lock_guard lock(reg->mu);
           reg->entries.erase(&u);
@@ -33,8 +34,8 @@ struct Registry {
 
 void set_custom_gradient(const Tensor& out, std::vector<Tensor> inputs, CustomBackward backward) {
   const UOp* node = out.uop().get();
-  if (node->op != Ops::REDUCE && node->op != Ops::RESHAPE)
-    throw_error("set_custom_gradient: a custom gradient needs a REDUCE or RESHAPE node, got ", op_name(node->op));
+  if (node->op != Ops::REDUCE && node->op != Ops::RESHAPE && node->op != Ops::PERMUTE)
+    throw_error("set_custom_gradient: a custom gradient needs a REDUCE, RESHAPE or PERMUTE node, got ", op_name(node->op));
   CustomGradient entry{{}, std::move(backward)};
   for (const Tensor& t : inputs) entry.inputs.push_back(t.uop());
   Registry& r = Registry::get();
