@@ -1,6 +1,6 @@
 // Kernel benchmarks: each kiln figure next to a reference measured in this same run and their
 // ratio (speed ratio: above 1 means kiln is faster).
-//   matmul 256..2048        GFLOP/s, with the hand-written opts and with BEAM=2 (BENCH_BEAM=n), against
+//   matmul 256..2048, 257, 1000  GFLOP/s, with the hand-written opts and with BEAM=2 (BENCH_BEAM=n), against
 //                           OpenBLAS cblas_sgemm on the same data (result checked)
 //   sum, fused elementwise  GB/s against a STREAM triad on all cores
 //   softmax (4096, 1024)    ms (bench/torch_kernels.py adds PyTorch's figure)
@@ -217,7 +217,8 @@ int main(int argc, char** argv) {
   // BENCH_BEAM=n (default 2; 0 skips it): the width of the BEAM search for the matmul figures.
   const char* beam_env = std::getenv("BENCH_BEAM");
   const int beam = beam_env ? std::atoi(beam_env) : 2;
-  for (int64_t n : {256, 512, 1024, 2048}) {
+  // and sizes without tile divisors (257 is prime, 1000 = 8 x 125), padded to whole tiles
+  for (int64_t n : {256, 512, 1024, 2048, 257, 1000}) {
     double gflops = bench_matmul(n, beam);
     if (n == 1024) mm_1024 = gflops;
   }

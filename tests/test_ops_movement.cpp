@@ -302,6 +302,30 @@ TEST(Matmul, LargeRightOperandsReadFromColumnPanels) {
   EXPECT_TRUE(kt::matches(grad, want, matmul_tol(3)));
 }
 
+TEST(Matmul, SizesWithoutTileDivisorsArePaddedToWholeTiles) {
+  // 257 rows (prime) and 250 columns: on the CPU both operands are copied zero-padded to whole
+  // register tiles (264 x 256) and the result is cut back (reduce.cpp; other devices keep the
+  // sizes); batched operands on either side, and the gradients of both operands (through pad and
+  // cut) against float64 formulas
+  NdArray a = kt::wrap(ref::random({257, 129}, 2420), dtypes::float32);
+  NdArray b = kt::wrap(ref::random({129, 250}, 2421), dtypes::float32);
+  Tensor ta = kt::make(a), tb = kt::make(b);
+  Tensor out = ta.matmul(tb);
+  EXPECT_EQ(out.shape(), (Shape{257, 250}));
+  if (out.device() == "CPU") EXPECT_GE(out.schedule().size(), 3u);  // the two padded copies and the matmul
+  EXPECT_TRUE(kt::matches(out, ref::matmul(a, b), matmul_tol(129)));
+  NdArray a3 = kt::wrap(ref::random({2, 130, 129}, 2422), dtypes::float32);
+  EXPECT_TRUE(kt::matches(kt::make(a3).matmul(tb), ref::matmul(a3, b), matmul_tol(129)));
+  NdArray b3 = kt::wrap(ref::random({2, 129, 140}, 2423), dtypes::float32);
+  EXPECT_TRUE(kt::matches(ta.matmul(kt::make(b3)), ref::matmul(a, b3), matmul_tol(129)));
+  // loss = sum(c * (a @ b)): d/da = c @ b^T, d/db = a^T @ c
+  NdArray c = kt::wrap(ref::random({257, 250}, 2424), dtypes::float32);
+  Tensor wa = kt::make(a).requires_grad_(true), wb = kt::make(b).requires_grad_(true);
+  std::vector<Tensor> grads = (kt::make(c) * wa.matmul(wb)).sum().gradient({wa, wb});
+  EXPECT_TRUE(kt::matches(grads.at(0), ref::matmul(c, ref::transpose(b)), matmul_tol(250)));
+  EXPECT_TRUE(kt::matches(grads.at(1), ref::matmul(ref::transpose(a), c), matmul_tol(257)));
+}
+
 TEST(Matmul, DotAndTransposedOperands) {
   NdArray a = kt::wrap(ref::random({13, 7}, 2400), dtypes::float32);
   NdArray b = kt::wrap(ref::random({5, 13}, 2401), dtypes::float32);

@@ -144,6 +144,23 @@ namespace {
 // columns, each panel contiguous (one pass over it), lets a tile walk down its panel instead:
 // matmul 2048 ~1.6x faster (130 -> 210 GFLOP/s); at 1024 and below the copy does not pay.
 constexpr int64_t kPanelColumns = 32, kPanelMinElements = 2048 * 2048;
+
+// The CPU's register tile covers rows in blocks of up to 8 and columns in 16-lane vectors
+// (heuristics.cpp), in sizes that divide the matrix. Sizes without such divisors (257 is prime,
+// 500 has only 4) leave scalar or narrow-vector tiles: matmul 257 ran at 4 GFLOP/s, 500 at 55.
+// Above this much work, such an operand is copied zero-padded to whole tiles (the result is cut
+// back): the copies cost O(n^2) of the O(n^3), the padding a few percent more multiplies.
+constexpr int64_t kTileRows = 8, kTileColumns = 16, kPadMinWork = 128 * 128 * 128;
+
+int64_t round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
+
+// `t` zero-padded along `axis` (counted from the end) to `size`, as a stored copy.
+Tensor padded_copy(const Tensor& t, int axis_from_end, int64_t size) {
+  Pairs pads(static_cast<size_t>(t.ndim()), {0, 0});
+  const size_t axis = static_cast<size_t>(t.ndim() - axis_from_end);
+  pads[axis].second = size - t.shape()[axis];
+  return t.pad(pads).contiguous();
+}
 }  // namespace
 
 Tensor Tensor::matmul(const Tensor& o) const {
@@ -164,6 +181,13 @@ Tensor Tensor::matmul(const Tensor& o) const {
       throw_error("matmul: batch dimensions of ", shape_to_string(shape()), " and ", shape_to_string(o.shape()),
                   " do not broadcast (", x, " vs ", y, ")");
   }
+  // Rows and columns the CPU's tiles cannot divide are padded to whole tiles (see kTileRows).
+  const int64_t n = a.shape()[a.ndim() - 2], m = b.shape().back();
+  int64_t n_tiled = n, m_tiled = m;
+  if (a.device() == "CPU" && n * m * k >= kPadMinWork) {
+    if (n >= kTileRows && n % kTileRows != 0) n_tiled = round_up(n, kTileRows), a = padded_copy(a, 2, n_tiled);
+    if (m >= kTileColumns && m % kTileColumns != 0) m_tiled = round_up(m, kTileColumns), b = padded_copy(b, 1, m_tiled);
+  }
   // A large right operand on the CPU is read from a copy in column panels (see kPanelColumns).
   if (batch_b.empty() && b.device() == "CPU" && k * b.shape()[1] >= kPanelMinElements && b.shape()[1] % kPanelColumns == 0) {
     const int64_t m = b.shape()[1];
@@ -173,6 +197,13 @@ Tensor Tensor::matmul(const Tensor& o) const {
   Tensor lhs = a.unsqueeze(-2);
   Tensor rhs = b.transpose(-1, -2).unsqueeze(-3);
   Tensor r = (lhs * rhs).sum({-1});
+  if (n_tiled != n || m_tiled != m) {
+    // stored whole: a cut taken before that would shrink the kernel's loops back to n and m
+    Pairs bounds;
+    for (int64_t d : r.shape()) bounds.push_back({0, d});
+    bounds[bounds.size() - 2].second = n, bounds.back().second = m;
+    r = r.contiguous().shrink(bounds);
+  }
   if (ndim() == 1) r = r.squeeze(-2);
   if (o.ndim() == 1) r = r.squeeze(-1);
   return r;
