@@ -67,6 +67,9 @@ double bench_matmul(int64_t n, int beam) {
       beam_s = std::min(beam_s, best_kernel_seconds([&] { return x.matmul(y); }, reps));
     }
 #ifdef KILN_BENCH_HAVE_CBLAS
+    // kiln's pool workers poll for 200 us after a kernel (thread_pool.cpp) and would share the
+    // cores with OpenBLAS's threads: a 256 sgemm (0.18 ms) measured right away ran at half speed
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
     blas_s = std::min(blas_s, best_wall_seconds(
                                   [&] {
                                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ni, ni, ni, 1.0f, a.data(),
