@@ -12,6 +12,7 @@
 
 #include "codegen/codegen.h"
 #include "engine/beam_search.h"
+#include "kiln/ir/pattern_matcher.h"
 #include "runtime/device.h"
 
 namespace kt {
@@ -85,5 +86,32 @@ inline void expect_same_contents(const std::vector<unsigned char>& got, const st
     ASSERT_NEAR(g, w, 1e-4 + 1e-4 * std::fabs(w)) << what << " element " << i;
   }
 }
+
+// A kernel's buffers with random contents and what the kernel leaves in them without opts;
+// expect_same_with() runs it with opts from the same contents and expects the same.
+class WithoutOpts {
+ public:
+  WithoutOpts(const kiln::UOpRef& ast, kiln::runtime::Device& dev, const kiln::codegen::Target& noopt, std::mt19937& rng)
+      : ast_(ast), dev_(dev) {
+    kiln::engine::KernelBuffers shape(ast, dev);
+    for (size_t i = 0; i < shape.count(); i++) {
+      dtypes_.push_back(shape.dtype(i));
+      initial_.push_back(random_bytes(shape.dtype(i), shape.bytes(i), rng));
+    }
+    want_ = run_with_opts(ast, dev, noopt, {}, initial_);
+  }
+
+  void expect_same_with(const std::vector<kiln::codegen::Opt>& opts, const kiln::codegen::Target& target) const {
+    const auto got = run_with_opts(ast_, dev_, target, opts, initial_);
+    const std::string what = kiln::kernel_name(ast_) + " with opts:\n" + kiln::codegen::opts_to_string(opts);
+    for (size_t i = 0; i < got.size(); i++) expect_same_contents(got[i], want_[i], dtypes_[i], what + "buffer " + std::to_string(i));
+  }
+
+ private:
+  kiln::UOpRef ast_;
+  kiln::runtime::Device& dev_;
+  std::vector<kiln::DType> dtypes_;
+  std::vector<std::vector<unsigned char>> initial_, want_;
+};
 
 }  // namespace kt

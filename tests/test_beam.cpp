@@ -132,10 +132,7 @@ TEST(Opts, RandomLegalOptsNeverChangeResults) {
   const codegen::Target noopt = target_of(cpu(), false), target = target_of(cpu());
   int tried = 0;
   for (const UOpRef& ast : sample_kernels()) {
-    engine::KernelBuffers shape(ast, cpu());
-    std::vector<std::vector<unsigned char>> initial;
-    for (size_t i = 0; i < shape.count(); i++) initial.push_back(kt::random_bytes(shape.dtype(i), shape.bytes(i), rng));
-    const auto want = kt::run_with_opts(ast, cpu(), noopt, {}, initial);
+    const kt::WithoutOpts reference(ast, cpu(), noopt, rng);
     for (int trial = 0; trial < 6; trial++) {
       std::vector<Opt> opts;
       UOpRef k = ast;
@@ -147,10 +144,7 @@ TEST(Opts, RandomLegalOptsNeverChangeResults) {
         k = codegen::apply_opt(k, opts.back(), target);
         ASSERT_TRUE(k) << "possible_opts offered " << opts.back().str() << ", which does not apply";
       }
-      const auto got = kt::run_with_opts(ast, cpu(), target, opts, initial);
-      const std::string what = kernel_name(ast) + " with opts:\n" + codegen::opts_to_string(opts);
-      for (size_t i = 0; i < got.size(); i++)
-        kt::expect_same_contents(got[i], want[i], shape.dtype(i), what + "buffer " + std::to_string(i));
+      reference.expect_same_with(opts, target);
       tried++;
     }
   }

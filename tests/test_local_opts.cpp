@@ -145,18 +145,12 @@ TEST(LocalOpts, RandomLegalOptsWithWorkGroupsNeverChangeResults) {
   ASSERT_GT(target.max_local_size, 1) << "the CL device reports no work-groups";
   int tried = 0, with_local = 0, with_group = 0;
   for (const UOpRef& ast : sample_kernels()) {
-    engine::KernelBuffers shape(ast, cl());
-    std::vector<std::vector<unsigned char>> initial;
-    for (size_t i = 0; i < shape.count(); i++) initial.push_back(kt::random_bytes(shape.dtype(i), shape.bytes(i), rng));
-    const auto want = kt::run_with_opts(ast, cl(), noopt, {}, initial);
+    const kt::WithoutOpts reference(ast, cl(), noopt, rng);
     for (int trial = 0; trial < 6; trial++) {
       const std::vector<Opt> opts = random_opts(ast, target, rng);
       with_local += std::any_of(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::LOCAL; });
       with_group += std::any_of(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::GROUP; });
-      const auto got = kt::run_with_opts(ast, cl(), target, opts, initial);
-      const std::string what = kernel_name(ast) + " with opts:\n" + codegen::opts_to_string(opts);
-      for (size_t i = 0; i < got.size(); i++)
-        kt::expect_same_contents(got[i], want[i], shape.dtype(i), what + "buffer " + std::to_string(i));
+      reference.expect_same_with(opts, target);
       tried++;
     }
   }

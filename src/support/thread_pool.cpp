@@ -64,7 +64,6 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard lock(mu_);
     stop_ = true;
-    stopping_ = true;
   }
   work_cv_.notify_all();
   for (std::thread& t : workers_) t.join();
@@ -96,7 +95,7 @@ void ThreadPool::run(int n_tasks, const std::function<void(int task)>& fn, std::
   {
     std::lock_guard lock(mu_);
     batch_ = &batch;
-    published_.store(++generation_, std::memory_order_release);
+    ++generation_;
   }
   work_cv_.notify_all();
   {
@@ -133,7 +132,7 @@ void ThreadPool::worker_loop() {
   profile::name_thread("kiln worker");
   uint64_t seen_generation = 0;
   while (true) {
-    spin_until([&] { return published_.load(std::memory_order_acquire) != seen_generation || stopping_.load(); });
+    spin_until([&] { return generation_ != seen_generation || stop_; });
     std::unique_lock lock(mu_);
     work_cv_.wait(lock, [&] { return stop_ || generation_ != seen_generation; });
     if (stop_) return;

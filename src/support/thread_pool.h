@@ -44,11 +44,9 @@ class ThreadPool {
   std::condition_variable work_cv_;  // workers wait here for a batch (or stop)
   std::condition_variable done_cv_;  // run() waits here for workers to leave its batch
   Batch* batch_ = nullptr;           // the batch being run, null when idle
-  uint64_t generation_ = 0;          // bumped per batch so a worker joins each batch at most once
-  bool stop_ = false;
-  // generation_ and stop_ for workers polling before they sleep (written under mu_)
-  std::atomic<uint64_t> published_{0};
-  std::atomic<bool> stopping_{false};
+  // Written under mu_; atomic so that workers polling before they sleep can read them without it.
+  std::atomic<uint64_t> generation_{0};  // bumped per batch so a worker joins each batch at most once
+  std::atomic<bool> stop_{false};
 };
 
 }  // namespace kiln::runtime
