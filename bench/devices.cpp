@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <functional>
 
+#include <CLI/CLI.hpp>
+
 #include "bench_util.h"
 
 using kiln::Tensor;
@@ -25,7 +27,11 @@ struct Case {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string out_path = argc > 1 ? argv[1] : "bench/results/devices.txt";
+  std::string out_path = "bench/results/devices.txt";
+  CLI::App app{"OpenCL next to the CPU device on a few kernels."};
+  app.add_option("out_file", out_path, "Figures as key value lines (JSON appended to the .jsonl beside it)")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
   const char* locals = std::getenv("LOCALS");
   const std::string prefix = locals ? std::string("locals") + locals + "_" : "";
   const auto names = kiln::runtime::device_names();

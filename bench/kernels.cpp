@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "bench_util.h"
 
 #ifdef KILN_BENCH_HAVE_CBLAS
@@ -217,7 +219,11 @@ void bench_compile() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string out_path = argc > 1 ? argv[1] : "bench/results/kernels.txt";
+  std::string out_path = "bench/results/kernels.txt";
+  CLI::App app{"Kernel benchmarks against OpenBLAS, a STREAM triad and kiln's own matmul."};
+  app.add_option("out_file", out_path, "Figures as key value lines (JSON appended to the .jsonl beside it)")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
   // A fresh kernel cache before the first kiln call, so the compile figure is truly cold.
   char cache_template[] = "/tmp/kiln-bench-cache-XXXXXX";
   const char* cache = mkdtemp(cache_template);

@@ -3,7 +3,7 @@
 // graph, scheduling, launching), called directly and through TinyJit (compile excluded by warm-up
 // steps), and the step's peak device memory. Writes `key value` lines to argv[1]; bench/run.sh adds
 // PyTorch's figure from the same run.
-//   train_step [out_file] [batch]
+//   train_step [out_file] [batch]   (--help lists them)
 #include <kiln/kiln.h>
 
 #include <algorithm>
@@ -13,13 +13,19 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "../examples/mnist/model.h"
 
 using namespace kiln;
 
 int main(int argc, char** argv) {
-  const std::string out = argc > 1 ? argv[1] : "bench/results/train_step.txt";
-  const int64_t batch = argc > 2 ? std::stoll(argv[2]) : 512;
+  std::string out = "bench/results/train_step.txt";
+  int64_t batch = 512;
+  CLI::App app{"One Adam step of beautiful_mnist, called directly and through TinyJit."};
+  app.add_option("out_file", out, "Figures as key value lines")->capture_default_str();
+  app.add_option("batch", batch, "Images per step")->check(CLI::PositiveNumber)->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
   Tensor::manual_seed(1);
   mnist::BeautifulMnist model;
   nn::optim::Adam opt(nn::get_parameters(model), 1e-3);
