@@ -1,14 +1,14 @@
 // Kernel benchmarks: each kiln figure next to a reference measured in this same run and their
 // ratio (speed ratio: above 1 means kiln is faster).
-//   matmul 256..2048, 257, 1000  GFLOP/s, with the hand-written opts and with BEAM=2 (BENCH_BEAM=n), against
+//   matmul 256..2048, 257, 1000  GFLOP/s, with the hand-written opts and with BEAM=2 (--beam n), against
 //                           OpenBLAS cblas_sgemm on the same data (result checked)
 //   sum, fused elementwise  GB/s against a STREAM triad on all cores
 //   softmax (4096, 1024)    ms (bench/torch_kernels.py adds PyTorch's figure)
 //   conv2d 3x3              GFLOP/s against kiln's own matmul 1024
 //   dispatch latency        us per realize of tiny cached kernels
 //   compile                 cold (fresh KILN_CACHE; median of 5 new kernels) against cached realize
-// Writes `key value` lines to argv[1] (default bench/results/kernels.txt) and appends one JSON
-// line to the same path with the extension .jsonl.
+// Writes `key value` lines to out_file (default bench/results/kernels.txt) and appends one JSON
+// line to the same path with the extension .jsonl; --only runs some groups (--help lists them).
 #include <kiln/kiln.h>
 
 #include <algorithm>
@@ -220,10 +220,20 @@ void bench_compile() {
 
 int main(int argc, char** argv) {
   std::string out_path = "bench/results/kernels.txt";
+  std::vector<std::string> groups = {"compile", "matmul", "memory", "softmax", "conv", "dispatch"};
+  const std::vector<std::string> all_groups = groups;
+  std::vector<int64_t> sizes = {256, 512, 1024, 2048, 257, 1000};
+  int beam = 2;
   CLI::App app{"Kernel benchmarks against OpenBLAS, a STREAM triad and kiln's own matmul."};
   app.add_option("out_file", out_path, "Figures as key value lines (JSON appended to the .jsonl beside it)")
       ->capture_default_str();
+  app.add_option("--only", groups, "Groups to run")->check(CLI::IsMember(all_groups))->delimiter(',');
+  // sizes without tile divisors too: 257 is prime, 1000 = 8 x 125 (padded to whole tiles)
+  app.add_option("--sizes", sizes, "Matmul sizes")->check(CLI::PositiveNumber)->delimiter(',')->capture_default_str();
+  app.add_option("--beam", beam, "BEAM width of the matmul figures (0: none)")->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  auto wanted = [&](const std::string& g) { return std::find(groups.begin(), groups.end(), g) != groups.end(); };
   // A fresh kernel cache before the first kiln call, so the compile figure is truly cold.
   char cache_template[] = "/tmp/kiln-bench-cache-XXXXXX";
   const char* cache = mkdtemp(cache_template);
@@ -234,20 +244,17 @@ int main(int argc, char** argv) {
   setenv("KILN_CACHE", cache, 1);
   Tensor::manual_seed(1);
 
-  bench_compile();
+  if (wanted("compile")) bench_compile();
   double mm_1024 = 0;
-  // BENCH_BEAM=n (default 2; 0 skips it): the width of the BEAM search for the matmul figures.
-  const char* beam_env = std::getenv("BENCH_BEAM");
-  const int beam = beam_env ? std::atoi(beam_env) : 2;
-  // and sizes without tile divisors (257 is prime, 1000 = 8 x 125), padded to whole tiles
-  for (int64_t n : {256, 512, 1024, 2048, 257, 1000}) {
-    double gflops = bench_matmul(n, beam);
-    if (n == 1024) mm_1024 = gflops;
-  }
-  bench_memory_bound();
-  bench_softmax();
-  bench_conv2d(mm_1024);
-  bench_dispatch();
+  if (wanted("matmul"))
+    for (int64_t n : sizes) {
+      double gflops = bench_matmul(n, beam);
+      if (n == 1024) mm_1024 = gflops;
+    }
+  if (wanted("memory")) bench_memory_bound();
+  if (wanted("softmax")) bench_softmax();
+  if (wanted("conv")) bench_conv2d(mm_1024 > 0 ? mm_1024 : bench_matmul(1024, 0));
+  if (wanted("dispatch")) bench_dispatch();
 
   figures.write_text(out_path);
   figures.append_json(std::filesystem::path(out_path).replace_extension(".jsonl").string(), "kernels");

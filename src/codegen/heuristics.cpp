@@ -74,8 +74,10 @@ int64_t vector_lanes(const UOpRef& ast, const UOp* r, int vector_bytes) {
   return itemsize ? vector_bytes / itemsize : 0;
 }
 
-// Vector accumulators the register tile may use (AVX-512 has 32 registers; the loads need some).
-constexpr int64_t kMaxVectorAccumulators = 24;
+// Vector accumulators the register tile may use: three quarters of the vector registers (the loads
+// need the rest). AVX-512 has 32 (24 accumulators: an 8x32 matmul tile), AVX2 and SSE 16 (12: a
+// 4x16 tile; the 8x16 tile spilled and ran at 0.75x on a Zen 3).
+int64_t max_vector_accumulators(int vector_bytes) { return vector_bytes >= 64 ? 24 : 12; }
 // Fewer when each accumulator's update computes an inline exp (c_math.cpp: ~5 live vectors each):
 // a softmax's exp-and-sum ran ~1.5x faster with 4 than with 16.
 constexpr int64_t kMaxVectorAccumulatorsWithExp = 4;
@@ -165,7 +167,7 @@ std::vector<std::pair<const UOp*, int64_t>> choose_upcasts(const UOpRef& ast, in
     picks.push_back({first, lanes < 2 ? upcast_amount(n, kInnerUpcast) : n <= 2 * lanes ? n : upcast_amount(n, 2 * lanes)});
     // the loads the first pick copies should be shared by the second, as many times as the
     // accumulators fit in registers
-    const int64_t cap = std::max(kOuterUpcast, kMaxVectorAccumulators / chunk_count(picks[0].second, std::max<int64_t>(lanes, 1)));
+    const int64_t cap = std::max(kOuterUpcast, max_vector_accumulators(vector_bytes) / chunk_count(picks[0].second, std::max<int64_t>(lanes, 1)));
     for (auto it = outputs.rbegin(); it != outputs.rend(); ++it) {
       if (*it == first || !upcast_amount(range_size(*it), cap)) continue;
       bool complements = true;
@@ -365,7 +367,7 @@ std::vector<Opt> hand_coded_opts(const UOpRef& ast, const Target& target) {
       for (auto& [r, amt] : picks) t *= amt;
       return t;
     };
-    const int64_t max_accumulators = reduces_an_exp(k) ? kMaxVectorAccumulatorsWithExp : kMaxVectorAccumulators;
+    const int64_t max_accumulators = reduces_an_exp(k) ? kMaxVectorAccumulatorsWithExp : max_vector_accumulators(target.vector_bytes);
     while (!picks.empty() && tile() > max_accumulators) {
       if (picks.back().second % 2 == 0 && picks.back().second > 2) picks.back().second /= 2;
       else picks.pop_back();

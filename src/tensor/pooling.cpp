@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "kiln/device.h"
 #include "kiln/error.h"
 #include "tensor/custom_gradient.h"
 #include "tensor/gradient.h"
@@ -215,6 +216,13 @@ Tensor conv_windows(const Tensor& xp, const Tensor& w, const Shape& stride, cons
 // Output rows narrower than this are too short for vectors (half an AVX-512 register): such convs
 // vectorize along the output channels instead (conv_channels_last).
 constexpr int64_t kMinRowForChannelsFirst = 8;
+// In the NCHW layout a conv's register tile is output channels x row chunks (x 2 rows), with one
+// broadcast weight per channel: with AVX-512's 32 registers that tile is wide enough (the MNIST
+// CNN's 5x5 convs at ~190 GFLOP/s). With 16 registers (AVX2) it shrinks to 8 channels x 8 pixels,
+// a broadcast per multiply, or to 4-lane halves for a 20-pixel row: the channels-last matmul form
+// (6 pixels x 16 channels, a broadcast per two multiplies) ran 1.5-2.5x faster on a Zen 3 (5x5
+// forward 165 -> 66 ms, its input gradient 160 -> 105 ms, a 3x3 of 64 channels on 56x56 1.1-1.4x).
+constexpr int kMinVectorBytesForChannelsFirst = 64;
 
 // An ungrouped convolution of an already padded input as a matmul over channels-last copies:
 // out[n, o..., co] = sum over (k..., ci) of x[n, o*s + k*d..., ci] * w[k..., ci, co]. The weight's
@@ -250,7 +258,9 @@ Tensor conv_channels_last(const Tensor& xp, const Tensor& w, const Shape& stride
 Tensor conv_core(const Tensor& xp, const Tensor& w, const Shape& stride, const Shape& dilation, int64_t groups) {
   const size_t nk = static_cast<size_t>(w.ndim() - 2);
   const int64_t last_row = (xp.shape().back() - dilation[nk - 1] * (w.shape().back() - 1) - 1) / stride[nk - 1] + 1;
-  if (groups == 1 && w.shape()[0] >= kMinChannelsForChannelsLast && last_row < kMinRowForChannelsFirst)
+  const bool wide_registers = xp.device() != "CPU" || runtime::get_device(xp.device()).vector_bytes() >= kMinVectorBytesForChannelsFirst;
+  const bool deep = w.shape()[1] >= kMinChannelsForChannelsLast;  // a first layer's 1-3 channels: 2x slower as a matmul
+  if (groups == 1 && w.shape()[0] >= kMinChannelsForChannelsLast && (last_row < kMinRowForChannelsFirst || (!wide_registers && deep)))
     return conv_channels_last(xp, w, stride, dilation);
   return conv_windows(xp, w, stride, dilation, groups);
 }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "kiln/device.h"
 #include "kiln/error.h"
 #include "tensor/tensor_impl.h"
 
@@ -138,12 +139,18 @@ Tensor Tensor::logsumexp(int axis, bool keepdim) const {
 }
 
 namespace {
-// The CPU's register tile reads 32 columns of the right operand per step along k (heuristics.cpp).
-// In a row-major (k, m) matrix with m >= 2048 those steps are 8 KB or more apart, so every step
-// loads new lines that the L1 cache maps to the same few sets. A copy of the matrix in panels of 32
-// columns, each panel contiguous (one pass over it), lets a tile walk down its panel instead:
-// matmul 2048 ~1.6x faster (130 -> 210 GFLOP/s); at 1024 and below the copy does not pay.
-constexpr int64_t kPanelColumns = 32, kPanelMinElements = 2048 * 2048;
+// The CPU's register tile reads two vectors of the right operand's columns per step along k
+// (heuristics.cpp): 32 columns with AVX-512, 16 with AVX2. In a row-major (k, m) matrix those steps
+// are a row apart, so every step loads new lines that the L1 cache maps to the same few sets. A
+// copy of the matrix in panels of the tile's columns, each panel contiguous (one pass over it),
+// lets a tile walk down its panel instead. With AVX-512 (8x32 tiles) matmul 2048 ran ~1.6x faster
+// (130 -> 210 GFLOP/s) and at 1024 and below the copy did not pay; AVX2's 4x16 tile loads twice
+// the panel bytes per multiply, and there 512 and 1024 ran ~1.6-2x faster (~99 -> 155 GFLOP/s on a
+// Zen 3).
+int64_t panel_columns(const Tensor& b) {
+  return 2 * runtime::get_device(b.device()).vector_bytes() / std::max(1, b.dtype().itemsize());
+}
+int64_t panel_min_elements(int64_t columns) { return columns >= 32 ? 2048 * 2048 : 512 * 512; }
 
 // The CPU's register tile covers rows in blocks of up to 8 and columns in 16-lane vectors
 // (heuristics.cpp), in sizes that divide the matrix. Sizes without such divisors (257 is prime,
@@ -188,10 +195,11 @@ Tensor Tensor::matmul(const Tensor& o) const {
     if (n >= kTileRows && n % kTileRows != 0) n_tiled = round_up(n, kTileRows), a = padded_copy(a, 2, n_tiled);
     if (m >= kTileColumns && m % kTileColumns != 0) m_tiled = round_up(m, kTileColumns), b = padded_copy(b, 1, m_tiled);
   }
-  // A large right operand on the CPU is read from a copy in column panels (see kPanelColumns).
-  if (batch_b.empty() && b.device() == "CPU" && k * b.shape()[1] >= kPanelMinElements && b.shape()[1] % kPanelColumns == 0) {
+  // A large right operand on the CPU is read from a copy in column panels (see panel_columns).
+  if (const int64_t panel = b.device() == "CPU" ? panel_columns(b) : 0;
+      batch_b.empty() && panel >= 8 && k * b.shape()[1] >= panel_min_elements(panel) && b.shape()[1] % panel == 0) {
     const int64_t m = b.shape()[1];
-    b = b.reshape({k, m / kPanelColumns, kPanelColumns}).permute({1, 0, 2}).contiguous().permute({1, 0, 2}).reshape({k, m});
+    b = b.reshape({k, m / panel, panel}).permute({1, 0, 2}).contiguous().permute({1, 0, 2}).reshape({k, m});
   }
   // (..., n, k) @ (..., k, m): broadcast (..., n, 1, k) * (..., 1, m, k) and sum over k.
   Tensor lhs = a.unsqueeze(-2);
