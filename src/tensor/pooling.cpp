@@ -254,14 +254,20 @@ Tensor conv_channels_last(const Tensor& xp, const Tensor& w, const Shape& stride
   return (windows.permute(order).reshape(xs) * wc.reshape(ws)).sum(axes).reshape(out).contiguous().permute(channels_first(nk));
 }
 
-// Convolution of an already padded input, in the layout its vectors fill better.
-Tensor conv_core(const Tensor& xp, const Tensor& w, const Shape& stride, const Shape& dilation, int64_t groups) {
+// Whether conv_core(xp, w) runs as a matmul over channels-last copies (else in the NCHW layout).
+bool runs_channels_last(const Tensor& xp, const Tensor& w, const Shape& stride, const Shape& dilation, int64_t groups) {
   const size_t nk = static_cast<size_t>(w.ndim() - 2);
   const int64_t last_row = (xp.shape().back() - dilation[nk - 1] * (w.shape().back() - 1) - 1) / stride[nk - 1] + 1;
-  const bool wide_registers = xp.device() != "CPU" || runtime::get_device(xp.device()).vector_bytes() >= kMinVectorBytesForChannelsFirst;
+  const bool wide_registers =
+      xp.device() != "CPU" || runtime::get_device(xp.device()).vector_bytes() >= kMinVectorBytesForChannelsFirst;
   const bool deep = w.shape()[1] >= kMinChannelsForChannelsLast;  // a first layer's 1-3 channels: 2x slower as a matmul
-  if (groups == 1 && w.shape()[0] >= kMinChannelsForChannelsLast && (last_row < kMinRowForChannelsFirst || (!wide_registers && deep)))
-    return conv_channels_last(xp, w, stride, dilation);
+  return groups == 1 && w.shape()[0] >= kMinChannelsForChannelsLast &&
+         (last_row < kMinRowForChannelsFirst || (!wide_registers && deep));
+}
+
+// Convolution of an already padded input, in the layout its vectors fill better.
+Tensor conv_core(const Tensor& xp, const Tensor& w, const Shape& stride, const Shape& dilation, int64_t groups) {
+  if (runs_channels_last(xp, w, stride, dilation, groups)) return conv_channels_last(xp, w, stride, dilation);
   return conv_windows(xp, w, stride, dilation, groups);
 }
 
@@ -310,8 +316,12 @@ void attach_conv_gradient(const Tensor& r, const Tensor& xp, const Tensor& w, co
         int64_t unread = x.shape()[2 + i] - ((o - 1) * stride[i] + 1 + span);  // input the windows never reach
         pads.push_back({span, span + unread});
       }
-      Tensor gp = pad_spatial(dilate_spatial(g, stride), pads).contiguous();
-      grads[0] = conv_core(gp, transposed_weight(weight, groups), Shape(nk, 1), dilation, groups);
+      // stored padded (a gated border would keep the NCHW kernel's rows scalar), unless the
+      // channels-last form's copy pads it anyway
+      Tensor gp = pad_spatial(dilate_spatial(g, stride), pads);
+      const Tensor wt = transposed_weight(weight, groups);
+      if (!runs_channels_last(gp, wt, Shape(nk, 1), dilation, groups)) gp = gp.contiguous();
+      grads[0] = conv_core(gp, wt, Shape(nk, 1), dilation, groups);
     }
     if (wanted[1] && groups == 1 && weight.shape()[1] >= kMinChannelsForChannelsLast) {
       grads[1] = conv_weight_gradient(x.detach(), g, spatial(weight.shape(), nk), stride, dilation);
