@@ -33,7 +33,11 @@ void expect_error(const std::function<void()>& f, const std::string& text) {
 runtime::Device& cpu() { return runtime::get_device("CPU"); }
 
 codegen::Target target_of(runtime::Device& dev, bool optimize = true) {
-  return {&renderer::renderer_for(dev.language()), dev.max_threads(), optimize, dev.vector_bytes()};
+  return {.renderer = &renderer::renderer_for(dev.language()),
+          .max_threads = dev.max_threads(),
+          .optimize = optimize,
+          .vector_bytes = dev.vector_bytes(),
+          .vector_registers = dev.vector_registers()};
 }
 
 // Kernels of many shapes: matmuls (odd sizes, batched), a conv, reductions over each axis, a

@@ -286,7 +286,7 @@ INSTANTIATE_TEST_SUITE_P(Conv, ConvTest, ::testing::ValuesIn(kConvCases), conv_n
 
 // Whether this machine's CPU has AVX-512's 32 vector registers: deep convs run in the NCHW layout
 // then, and as a matmul over channels-last copies with 16 (pooling.cpp).
-bool wide_vector_registers() { return kiln::runtime::get_device("CPU").vector_bytes() >= 64; }
+bool wide_vector_registers() { return kiln::runtime::get_device("CPU").vector_registers() >= 32; }
 // A 32-channel 5x5 conv sums 800 float32 products of size ~0.3: rounding in any order stays
 // within ~1e-5 of float64; a few outputs near zero need the absolute part.
 constexpr kt::Tol kDeepConv{1e-4, 5e-5};
@@ -304,7 +304,7 @@ TEST(Conv, RegisterTileTakesTwoOutputRowsWhenARowIsSeveralVectors) {
     return;
   }
   ASSERT_EQ(items.size(), 1u);
-  kiln::codegen::Program p = kiln::codegen::to_program(items[0].ast, {&kiln::renderer::c_renderer(), 2, true, 64});
+  kiln::codegen::Program p = kiln::codegen::to_program(items[0].ast, {.renderer = &kiln::renderer::c_renderer(), .max_threads = 2, .vector_bytes = 64, .vector_registers = 32});
   std::vector<std::string> upcasts;
   for (const kiln::codegen::Opt& o : p.opts)
     if (o.op == kiln::codegen::OptOp::UPCAST) upcasts.push_back(o.str());

@@ -229,6 +229,26 @@ TEST(CpuDevice, CompilesAndLaunchesKernel) {
   mem.free(a_buf, n * sizeof(float));
 }
 
+// The register facts the code generator sizes its tiles by, against the kernel's own list of the
+// processor's features (/proc/cpuinfo): AVX-512 has 32 registers of 64 bytes, AVX2 16 of 32.
+TEST(CpuDevice, VectorRegistersMatchTheProcessorsFeatures) {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line) && line.rfind("flags", 0) != 0) {}
+  if (line.empty()) GTEST_SKIP() << "no flags line in /proc/cpuinfo";
+  auto has = [&](const std::string& flag) { return (line + " ").find(" " + flag + " ") != std::string::npos; };
+  const Device& cpu = get_device("CPU");
+  if (has("avx512f")) {
+    EXPECT_EQ(cpu.vector_bytes(), 64);
+    EXPECT_EQ(cpu.vector_registers(), 32);
+  } else if (has("avx2")) {
+    EXPECT_EQ(cpu.vector_bytes(), 32);
+    EXPECT_EQ(cpu.vector_registers(), 16);
+  } else {
+    EXPECT_EQ(cpu.vector_registers(), 16);
+  }
+}
+
 TEST(CpuDevice, GlobalSizeZeroRunsOnce) {
   TempCache cache;
   Device& cpu = get_device("CPU");

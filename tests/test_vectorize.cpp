@@ -18,7 +18,10 @@ namespace {
 codegen::Program program_of(const Tensor& t, int vector_bytes = 64) {
   std::vector<ScheduleItem> items = t.schedule();
   EXPECT_EQ(items.size(), 1u);
-  codegen::Target target{&renderer::c_renderer(), 1, true, vector_bytes};
+  // 64-byte vectors: AVX-512, which has 32 registers (AVX2 and SSE 16)
+  const codegen::Target target{.renderer = &renderer::c_renderer(),
+                               .vector_bytes = vector_bytes,
+                               .vector_registers = vector_bytes >= 64 ? 32 : 16};
   return codegen::to_program(items.at(0).ast, target);
 }
 

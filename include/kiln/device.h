@@ -118,6 +118,10 @@ class Device {
   // The widest SIMD register its kernels can use, in bytes; 0 (the default) means scalar code.
   // Above 0, "C" kernels use GNU C vector types (__attribute__((vector_size(N)))) up to that width.
   virtual int vector_bytes() const;
+  // How many of those vector registers there are: register tiles are sized to them (three quarters
+  // hold accumulators, the rest the loads). Default 16 (x86-64 with AVX2 or SSE); AVX-512 and ARM's
+  // NEON have 32.
+  virtual int vector_registers() const;
   // Work-groups: the most work-items one may have, and the local (shared) memory it may use, in
   // bytes. 0 (the default) means none: kernels run as core_ids only and kiln never makes LOCAL or
   // GROUP opts for the device.

@@ -43,6 +43,7 @@ void bind_runtime(py::module_& m) {
       .def_property_readonly("device", &runtime::Device::name)
       .def_property_readonly("max_threads", &runtime::Device::max_threads)
       .def_property_readonly("vector_bytes", &runtime::Device::vector_bytes)
+      .def_property_readonly("vector_registers", &runtime::Device::vector_registers)
       .def_property_readonly("language", &runtime::Device::language)
       .def("synchronize", &runtime::Device::synchronize)
       .def("__repr__", [](const runtime::Device& d) { return "<Device " + d.name() + ">"; });

@@ -1,7 +1,7 @@
 """Devices, as tinygrad's `Device`: `Device.DEFAULT` is where new tensors go (env DEV, else the best
 registered device); assigning it changes that for the rest of the process. `Device["CPU"]` is the
 device itself (created on first use): its name (`.device`), `synchronize()`, and what its kernels
-get (`max_threads`, `vector_bytes`, `language`)."""
+get (`max_threads`, `vector_bytes`, `vector_registers`, `language`)."""
 from __future__ import annotations
 from typing import Iterator
 from kiln._core import _kiln

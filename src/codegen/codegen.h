@@ -34,6 +34,7 @@ struct Target {
   int max_local_size = 0;    // work-items per work-group; 0: no work-groups (C), no LOCAL or GROUP
   int64_t local_memory_bytes = 0;  // local (__shared__) memory per work-group
   bool prefer_work_groups = true;  // whether hand_coded_opts uses them (else the CPU's loop opts)
+  int vector_registers = 16;       // how many SIMD registers of vector_bytes (register tile sizes)
 };
 
 // UPCAST ranges → copies of the statements that use them, one per value of the range; the

@@ -77,7 +77,7 @@ int64_t vector_lanes(const UOpRef& ast, const UOp* r, int vector_bytes) {
 // Vector accumulators the register tile may use: three quarters of the vector registers (the loads
 // need the rest). AVX-512 has 32 (24 accumulators: an 8x32 matmul tile), AVX2 and SSE 16 (12: a
 // 4x16 tile; the 8x16 tile spilled and ran at 0.75x on a Zen 3).
-int64_t max_vector_accumulators(int vector_bytes) { return vector_bytes >= 64 ? 24 : 12; }
+int64_t max_vector_accumulators(const Target& target) { return target.vector_registers * 3 / 4; }
 // Fewer when each accumulator's update computes an inline exp (c_math.cpp: ~5 live vectors each):
 // a softmax's exp-and-sum ran ~1.5x faster with 4 than with 16.
 constexpr int64_t kMaxVectorAccumulatorsWithExp = 4;
@@ -133,7 +133,7 @@ void add_row_pair(std::vector<std::pair<const UOp*, int64_t>>& picks, const std:
 // pixels and output channels). Without such loops, several outputs still give independent
 // accumulators. A first loop along which the output is contiguous becomes vectors: up to two
 // registers' worth of lanes, the whole loop when it fits (a 20-wide row: 16 + 4 lanes).
-std::vector<std::pair<const UOp*, int64_t>> choose_upcasts(const UOpRef& ast, int64_t threads, int vector_bytes,
+std::vector<std::pair<const UOp*, int64_t>> choose_upcasts(const UOpRef& ast, int64_t threads, const Target& target,
                                                            const std::unordered_set<const UOp*>& excluded = {}) {
   size_t n_loads = 0;
   auto deps = load_dependence(ast, n_loads);
@@ -163,11 +163,11 @@ std::vector<std::pair<const UOp*, int64_t>> choose_upcasts(const UOpRef& ast, in
     if (reuses(*it) && upcast_amount(range_size(*it), kInnerUpcast)) first = *it;
   if (first) {
     const int64_t n = range_size(first);
-    const int64_t lanes = vector_lanes(ast, first, vector_bytes);
+    const int64_t lanes = vector_lanes(ast, first, target.vector_bytes);
     picks.push_back({first, lanes < 2 ? upcast_amount(n, kInnerUpcast) : n <= 2 * lanes ? n : upcast_amount(n, 2 * lanes)});
     // the loads the first pick copies should be shared by the second, as many times as the
     // accumulators fit in registers
-    const int64_t cap = std::max(kOuterUpcast, max_vector_accumulators(vector_bytes) / chunk_count(picks[0].second, std::max<int64_t>(lanes, 1)));
+    const int64_t cap = std::max(kOuterUpcast, max_vector_accumulators(target) / chunk_count(picks[0].second, std::max<int64_t>(lanes, 1)));
     for (auto it = outputs.rbegin(); it != outputs.rend(); ++it) {
       if (*it == first || !upcast_amount(range_size(*it), cap)) continue;
       bool complements = true;
@@ -342,7 +342,7 @@ std::vector<Opt> hand_coded_opts(const UOpRef& ast, const Target& target) {
   if (!reduces) return opts;
   // The first pick is applied last: copies vary fastest along it, so neighbouring statements read
   // neighbouring addresses and the C compiler can pack them into vectors.
-  auto picks = choose_upcasts(k, threads, target.vector_bytes);
+  auto picks = choose_upcasts(k, threads, target);
   // UNROLL: when the outputs fill less than half a vector register, or no load reads neighbours
   // along them (a row sum's rows are a row apart), a reduced loop becomes the vector axis instead,
   // and the register tile shrinks to fit its accumulators.
@@ -361,13 +361,13 @@ std::vector<Opt> hand_coded_opts(const UOpRef& ast, const Target& target) {
   if (unroll) {
     const auto misaligned = misaligned_with(k, unroll, lanes);
     if (std::any_of(picks.begin(), picks.end(), [&](const auto& p) { return misaligned.count(p.first) > 0; }))
-      picks = choose_upcasts(k, threads, target.vector_bytes, misaligned);
+      picks = choose_upcasts(k, threads, target, misaligned);
     auto tile = [&] {
       int64_t t = chunk_count(unroll_amt, lanes);
       for (auto& [r, amt] : picks) t *= amt;
       return t;
     };
-    const int64_t max_accumulators = reduces_an_exp(k) ? kMaxVectorAccumulatorsWithExp : max_vector_accumulators(target.vector_bytes);
+    const int64_t max_accumulators = reduces_an_exp(k) ? kMaxVectorAccumulatorsWithExp : max_vector_accumulators(target);
     while (!picks.empty() && tile() > max_accumulators) {
       if (picks.back().second % 2 == 0 && picks.back().second > 2) picks.back().second /= 2;
       else picks.pop_back();

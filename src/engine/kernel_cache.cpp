@@ -165,9 +165,14 @@ class KernelCache {
     // LOCALS=0: no work-group opts, as on devices without work-groups; LOCALS=1: the hand-written
     // rules use them wherever the device has them (unset: where it prefers them)
     const int64_t locals = env::get_int("LOCALS", -1);
-    codegen::Target target{&renderer::renderer_for(dev.language()), dev.max_threads(), opt_level >= 0, dev.vector_bytes(),
-                           locals == 0 ? 0 : dev.max_local_size(), dev.local_memory_bytes(),
-                           locals == 1 || (locals != 0 && dev.prefers_work_groups())};
+    const codegen::Target target{.renderer = &renderer::renderer_for(dev.language()),
+                                 .max_threads = dev.max_threads(),
+                                 .optimize = opt_level >= 0,
+                                 .vector_bytes = dev.vector_bytes(),
+                                 .max_local_size = locals == 0 ? 0 : dev.max_local_size(),
+                                 .local_memory_bytes = dev.local_memory_bytes(),
+                                 .prefer_work_groups = locals == 1 || (locals != 0 && dev.prefers_work_groups()),
+                                 .vector_registers = dev.vector_registers()};
     std::optional<std::vector<codegen::Opt>> opts;
     if (opt_level > 0) opts = beam_search(ast, dev, target, static_cast<int>(opt_level));
     k->program = codegen::to_program(ast, target, opts);

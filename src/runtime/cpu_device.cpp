@@ -26,6 +26,7 @@ class CpuDevice final : public Device {
     if (__builtin_cpu_supports("avx2")) return 32;
     return 16;
   }
+  int vector_registers() const override { return __builtin_cpu_supports("avx512f") ? 32 : 16; }
 
  private:
   CpuAllocator allocator_;

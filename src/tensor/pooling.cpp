@@ -222,7 +222,7 @@ constexpr int64_t kMinRowForChannelsFirst = 8;
 // a broadcast per multiply, or to 4-lane halves for a 20-pixel row: the channels-last matmul form
 // (6 pixels x 16 channels, a broadcast per two multiplies) ran 1.5-2.5x faster on a Zen 3 (5x5
 // forward 165 -> 66 ms, its input gradient 160 -> 105 ms, a 3x3 of 64 channels on 56x56 1.1-1.4x).
-constexpr int kMinVectorBytesForChannelsFirst = 64;
+constexpr int kMinVectorRegistersForChannelsFirst = 32;
 
 // An ungrouped convolution of an already padded input as a matmul over channels-last copies:
 // out[n, o..., co] = sum over (k..., ci) of x[n, o*s + k*d..., ci] * w[k..., ci, co]. The weight's
@@ -258,8 +258,9 @@ Tensor conv_channels_last(const Tensor& xp, const Tensor& w, const Shape& stride
 bool runs_channels_last(const Tensor& xp, const Tensor& w, const Shape& stride, const Shape& dilation, int64_t groups) {
   const size_t nk = static_cast<size_t>(w.ndim() - 2);
   const int64_t last_row = (xp.shape().back() - dilation[nk - 1] * (w.shape().back() - 1) - 1) / stride[nk - 1] + 1;
-  const bool wide_registers =
-      xp.device() != "CPU" || runtime::get_device(xp.device()).vector_bytes() >= kMinVectorBytesForChannelsFirst;
+  // devices without SIMD vectors (GPUs) take NCHW's one output per work-item as it is
+  const runtime::Device& dev = runtime::get_device(xp.device());
+  const bool wide_registers = dev.vector_bytes() == 0 || dev.vector_registers() >= kMinVectorRegistersForChannelsFirst;
   const bool deep = w.shape()[1] >= kMinChannelsForChannelsLast;  // a first layer's 1-3 channels: 2x slower as a matmul
   return groups == 1 && w.shape()[0] >= kMinChannelsForChannelsLast &&
          (last_row < kMinRowForChannelsFirst || (!wide_registers && deep));

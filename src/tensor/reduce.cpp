@@ -150,7 +150,9 @@ namespace {
 int64_t panel_columns(const Tensor& b) {
   return 2 * runtime::get_device(b.device()).vector_bytes() / std::max(1, b.dtype().itemsize());
 }
-int64_t panel_min_elements(int64_t columns) { return columns >= 32 ? 2048 * 2048 : 512 * 512; }
+int64_t panel_min_elements(const Tensor& b) {
+  return runtime::get_device(b.device()).vector_registers() >= 32 ? 2048 * 2048 : 512 * 512;
+}
 
 // The CPU's register tile covers rows in blocks of up to 8 and columns in 16-lane vectors
 // (heuristics.cpp), in sizes that divide the matrix. Sizes without such divisors (257 is prime,
@@ -195,9 +197,10 @@ Tensor Tensor::matmul(const Tensor& o) const {
     if (n >= kTileRows && n % kTileRows != 0) n_tiled = round_up(n, kTileRows), a = padded_copy(a, 2, n_tiled);
     if (m >= kTileColumns && m % kTileColumns != 0) m_tiled = round_up(m, kTileColumns), b = padded_copy(b, 1, m_tiled);
   }
-  // A large right operand on the CPU is read from a copy in column panels (see panel_columns).
-  if (const int64_t panel = b.device() == "CPU" ? panel_columns(b) : 0;
-      batch_b.empty() && panel >= 8 && k * b.shape()[1] >= panel_min_elements(panel) && b.shape()[1] % panel == 0) {
+  // A large right operand is read from a copy in column panels on devices with SIMD vectors (see
+  // panel_columns); GPUs (no vectors) read it as it is.
+  if (const int64_t panel = panel_columns(b);
+      batch_b.empty() && panel >= 8 && k * b.shape()[1] >= panel_min_elements(b) && b.shape()[1] % panel == 0) {
     const int64_t m = b.shape()[1];
     b = b.reshape({k, m / panel, panel}).permute({1, 0, 2}).contiguous().permute({1, 0, 2}).reshape({k, m});
   }
