@@ -129,6 +129,23 @@ TEST(Vectorize, GatedVectorLoadsReadOnlyInsideTheBuffer) {
   EXPECT_TRUE(kt::matches(c, ref::matmul(a, bp)));
 }
 
+TEST(Vectorize, TransposedCopiesAreTiled) {
+  // NHWC -> NCHW plus a bias: the stores run along W, the loads along C (a line apart along W);
+  // the tile takes 16 channels x 4 pixels, so each loaded line serves 16 stores (heuristics.cpp)
+  ref::NdArray x = ref::random({3, 5, 8, 32}, 21), b = ref::random({1, 32, 1, 1}, 22);
+  Tensor t = kt::make(x).permute({0, 3, 1, 2}) + kt::make(b);
+  codegen::Program p = program_of(t);
+  std::vector<std::string> upcasts;
+  for (const codegen::Opt& o : p.opts)
+    if (o.op == codegen::OptOp::UPCAST) upcasts.push_back(o.str());
+  EXPECT_EQ(upcasts.size(), 2u) << p.source;
+  EXPECT_TRUE(has(p.source, "*(float_x4*)(data0+")) << "4-wide stores along W:\n" << p.source;
+  EXPECT_TRUE(kt::matches(t, ref::zip(ref::permute(x, {0, 3, 1, 2}), b, [](double u, double v) { return u + v; })));
+  // a plain copy, and a transpose whose loads step less than a line, keep the compiler's loops
+  EXPECT_FALSE(applied(program_of(kt::make(x) + 1.0f), "UPCAST"));
+  EXPECT_FALSE(applied(program_of(kt::make(ref::random({8, 4}, 23)).transpose(0, 1).contiguous()), "UPCAST"));
+}
+
 TEST(SplitReduce, ManyToFewReductionsRunAsPartialSumsThenTheirSum) {
   ref::NdArray x = ref::random({1 << 18}, 13);
   Tensor t = kt::make(x);

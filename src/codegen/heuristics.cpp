@@ -3,6 +3,7 @@
 // vector accumulators along a reduced loop (UNROLL) when the outputs make no full vector. Targets
 // that prefer work-groups (GPUs) get work-group tiles (LOCAL) and shared reductions (GROUP) instead.
 #include <algorithm>
+#include <cstdlib>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -316,6 +317,45 @@ std::vector<Opt> work_group_opts(const UOpRef& ast, const Target& target) {
   return opts;
 }
 
+// Elementwise transposes (a channels-last copy back to NCHW, and the reverse): the stores run
+// along one loop while a load steps at least a cache line per iteration along it and runs
+// contiguously along another loop. Loop by loop, every load touches a new line and uses one
+// float of it. A tile of up to 16 along the load's contiguous loop and 4 along the store's uses
+// each line 16 times at once and stores 4-wide vectors: (512,20,20,32) to NCHW 3.4 -> 2.1 ms on a
+// Zen 3 (a plain copy of the same size: 1.6 ms).
+constexpr int64_t kTransposeLoadRun = 16, kTransposeStoreRun = 4, kLineElements = 16;
+
+std::vector<Opt> transpose_tile(const UOpRef& ast) {
+  std::vector<const UOp*> loops;
+  for (const UOp* r : ranges_of(ast))
+    if (axis_type(r) == AxisType::LOOP) loops.push_back(r);
+  const UOp* along_store = nullptr;
+  std::vector<const UOp*> loads;
+  for (const UOp* u : ast->toposort()) {
+    if (u->op == Ops::LOAD) loads.push_back(u);
+    if (u->op != Ops::STORE) continue;
+    if (u->src[0]->src.size() > 2) return {};  // a gated store
+    const UOp* contiguous = nullptr;
+    for (const UOp* r : loops)
+      if (linear_coefficient(u->src[0]->src[1].get(), r) == 1) contiguous = r;
+    if (!contiguous || (along_store && contiguous != along_store)) return {};
+    along_store = contiguous;
+  }
+  if (!along_store || !upcast_amount(range_size(along_store), kTransposeStoreRun)) return {};
+  for (const UOp* load : loads) {
+    if (load->src[0]->src.size() > 2) continue;  // gated loads become branches, not vectors
+    const std::optional<int64_t> step = linear_coefficient(address(load), along_store);
+    if (!step || std::abs(*step) < kLineElements) continue;
+    for (const UOp* r : loops) {
+      const int64_t amt = upcast_amount(range_size(r), kTransposeLoadRun);
+      if (r != along_store && amt >= 4 && linear_coefficient(address(load), r) == 1)
+        return {{OptOp::UPCAST, axis_id(r), amt},
+                {OptOp::UPCAST, axis_id(along_store), upcast_amount(range_size(along_store), kTransposeStoreRun)}};
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 std::vector<Opt> hand_coded_opts(const UOpRef& ast, const Target& target) {
@@ -338,8 +378,18 @@ std::vector<Opt> hand_coded_opts(const UOpRef& ast, const Target& target) {
     opts.push_back({OptOp::THREAD, axis_id(loops[0]), threads});
     k = apply_opt(k, opts.back(), target);
   }
-  // UPCAST: reductions only (elementwise loops are vectorized by the C compiler as they are).
-  if (!reduces) return opts;
+  // UPCAST: for elementwise kernels only transposes (other loops are vectorized by the C
+  // compiler as they are).
+  if (!reduces) {
+    UOpRef tiled = k;
+    const std::vector<Opt> tile = transpose_tile(k);
+    for (const Opt& o : tile) {
+      if (!tiled || !opt_applies(tiled, o, target)) return opts;
+      tiled = apply_opt(tiled, o, target);
+    }
+    opts.insert(opts.end(), tile.begin(), tile.end());
+    return opts;
+  }
   // The first pick is applied last: copies vary fastest along it, so neighbouring statements read
   // neighbouring addresses and the C compiler can pack them into vectors.
   auto picks = choose_upcasts(k, threads, target);
