@@ -8,7 +8,8 @@
 // check it against double-precision exp). n is rounded by adding 1.5 * 2^23, which leaves it in
 // the low mantissa bits, and 2^n is built in the exponent bits as two factors 2^(n/2) 2^(n-n/2),
 // so results down in the subnormals (n >= -150) and up to overflow (n = 128 -> inf) stay right.
-// Inputs are clamped to where that holds; NaN stays NaN.
+// Inputs are clamped to where that holds, by comparisons that are false for NaN and so pass it
+// through: a NaN input makes every later step NaN, without a final select (~10% of the function).
 #include "renderer/c_math.h"
 
 namespace kiln::renderer {
@@ -44,14 +45,13 @@ std::string exp_function(const std::string& name, const Syntax& s, bool base2) {
   std::string vector_int_type;
   if (s.vector) vector_int_type = "  typedef int " + s.I + " __attribute__((vector_size(sizeof(" + s.F + "))));\n";
   return "static inline " + s.F + " " + name + "(" + s.F + " x) {\n" + vector_int_type +
-         "  " + s.F + " c = " + s.select("x < " + hi, "x", hi) + ";\n" +
-         "  c = " + s.select("c > " + lo, "c", lo) + ";\n" +
+         "  " + s.F + " c = " + s.select(hi + " < x", hi, "x") + ";\n" +
+         "  c = " + s.select(lo + " > c", lo, "c") + ";\n" +
          "  " + s.F + " v = " + scaled + " + 12582912.0f, n = v - 12582912.0f, r = " + reduced + ";\n" +
          "  " + s.I + " k = " + s.to_int("v") + " - 0x4B400000, h = k >> 1;\n" +
          "  " + s.F + " p = ((((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r + "
          "4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f) * r) * r + r + 1.0f;\n" +
-         "  " + s.F + " y = p * " + s.to_float("((h + 127) << 23)") + " * " + s.to_float("((k - h + 127) << 23)") + ";\n" +
-         "  return " + s.select("x == x", "y", "x") + ";\n}\n";
+         "  return p * " + s.to_float("((h + 127) << 23)") + " * " + s.to_float("((k - h + 127) << 23)") + ";\n}\n";
 }
 
 }  // namespace
