@@ -327,6 +327,21 @@ TEST(Conv, NarrowRowsWithManyChannelsRunOnChannelsLastCopies) {
   EXPECT_EQ(x10.conv2d(wt).schedule().size(), wide_vector_registers() ? 1u : 4u);
 }
 
+TEST(Conv, PaddedInputOfTheChannelsLastFormIsCopiedChannelsLastThenPadded) {
+  // 6-wide rows run channels-last on every machine: the input is copied channels-last (a tiled
+  // transpose), then padded by a copy that moves whole channel vectors, not by one transposing copy
+  // under a border gate (pooling.cpp); the weight copy, the conv and its NCHW copy follow
+  NdArray x = ref::random({2, 16, 6, 6}, 12), w = ref::random({32, 16, 3, 3}, 13);
+  Tensor xt = kt::make(x).realize(), wt = kt::make(w).realize();
+  Tensor out = xt.conv2d(wt, std::nullopt, 1, 1);
+  EXPECT_EQ(out.schedule().size(), 5u);
+  EXPECT_TRUE(kt::matches(out, conv_ref(x, w, std::nullopt, {.padding = 1})));
+  // a padding that crops one side and pads the other keeps the shape, not the values
+  Tensor shifted = xt.conv2d(wt, std::nullopt, {1, 1}, {{2, -2}, {-1, 1}});
+  EXPECT_TRUE(kt::matches(shifted, conv_ref(x, w, std::nullopt, {.strides = {1, 1}, .dilations = {1, 1},
+                                                                  .output_paddings = {0, 0}, .pads = {{2, -2}, {-1, 1}}})));
+}
+
 const std::vector<ConvCase> kConvTransposeCases = {
     {"basic", {1, 2, 3, 3}, {2, 3, 3, 3}, true, {}},
     {"stride2", {1, 2, 3, 4}, {2, 2, 3, 3}, false, {.stride = 2}},
