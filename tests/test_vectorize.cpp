@@ -143,7 +143,21 @@ TEST(Vectorize, TransposedCopiesAreTiled) {
   EXPECT_TRUE(kt::matches(t, ref::zip(ref::permute(x, {0, 3, 1, 2}), b, [](double u, double v) { return u + v; })));
   // a plain copy, and a transpose whose loads step less than a line, keep the compiler's loops
   EXPECT_FALSE(applied(program_of(kt::make(x) + 1.0f), "UPCAST"));
-  EXPECT_FALSE(applied(program_of(kt::make(ref::random({8, 4}, 23)).transpose(0, 1).contiguous()), "UPCAST"));
+  EXPECT_FALSE(applied(program_of(kt::make(ref::random({32, 4}, 23)).transpose(0, 1).contiguous()), "UPCAST"));
+}
+
+TEST(Vectorize, ShortInnerLoopsAreUpcastWhole) {
+  // x*a+b stored in 2x2 max-pool windows: the innermost loops are 2, 2 and then 5 long; upcast
+  // whole (20 elements in straight-line code) the compiler packs them (heuristics.cpp)
+  ref::NdArray x = ref::random({3, 4, 10, 10}, 24), a = ref::random({1, 4, 1, 1}, 25);
+  Tensor t = (kt::make(x) * kt::make(a)).reshape({3, 4, 5, 2, 5, 2}).permute({0, 1, 2, 4, 3, 5}).contiguous();
+  codegen::Program p = program_of(t);
+  EXPECT_EQ(codegen::opts_to_string(p.opts), "UPCAST(axis=5, amt=2)\nUPCAST(axis=4, amt=2)\nUPCAST(axis=3, amt=5)\n")
+      << p.source;
+  const ref::NdArray product = ref::zip(x, a, [](double u, double v) { return u * v; });
+  EXPECT_TRUE(kt::matches(t, ref::permute(ref::reshape(product, {3, 4, 5, 2, 5, 2}), {0, 1, 2, 4, 3, 5})));
+  // a 16-wide innermost loop is the compiler's to vectorize as it is
+  EXPECT_FALSE(applied(program_of(kt::make(ref::random({4, 16}, 26)) * 2.0f), "UPCAST"));
 }
 
 TEST(SplitReduce, ManyToFewReductionsRunAsPartialSumsThenTheirSum) {

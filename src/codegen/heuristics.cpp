@@ -128,6 +128,17 @@ void add_row_pair(std::vector<std::pair<const UOp*, int64_t>>& picks, const std:
   }
 }
 
+// The loops some load's validity gate varies with. Copies of a load along such a loop are each a
+// branch: the C compiler can no longer vectorize them, so gated loops are not upcast.
+std::unordered_set<const UOp*> gated_ranges(const UOpRef& ast) {
+  std::unordered_set<const UOp*> gated;
+  for (const UOp* u : ast->toposort())
+    if (u->op == Ops::INDEX && u->src.size() > 2)
+      for (const UOp* g : u->src[2]->toposort())
+        if (g->op == Ops::RANGE) gated.insert(g);
+  return gated;
+}
+
 // Register tiling for reductions, as a BLAS micro-kernel: upcast an output loop that some loads do
 // not depend on (those loads are then shared by every copy), innermost first, then a second loop
 // that the first one's loads do not depend on (matmul: a column block and a row block; conv: output
@@ -144,13 +155,7 @@ std::vector<std::pair<const UOp*, int64_t>> choose_upcasts(const UOpRef& ast, in
     if (axis_type(r) == AxisType::THREAD && range_size(r) / 2 < threads) continue;  // keep the cores busy
     outputs.push_back(r);
   }
-  // Copies of a load under a validity gate that varies with the axis are each a branch: the C
-  // compiler can no longer vectorize them, so gated axes are not upcast.
-  std::unordered_set<const UOp*> gated;
-  for (const UOp* u : ast->toposort())
-    if (u->op == Ops::INDEX && u->src.size() > 2)
-      for (const UOp* g : u->src[2]->toposort())
-        if (g->op == Ops::RANGE) gated.insert(g);
+  const std::unordered_set<const UOp*> gated = gated_ranges(ast);
   std::erase_if(outputs, [&](const UOp* r) { return gated.count(r) > 0 || excluded.count(r) > 0; });
   auto depends = [&](const UOp* r, size_t load) { return deps.count(r) && deps.at(r)[load]; };
   auto reuses = [&](const UOp* r) {
@@ -356,6 +361,35 @@ std::vector<Opt> transpose_tile(const UOpRef& ast) {
   return {};
 }
 
+// Elementwise kernels whose innermost loops are short (a max-pool window's 2x2, a 10-wide row):
+// the C compiler vectorizes only the innermost loop and gives up on a few iterations. Those loops
+// upcast whole, from the innermost out until the straight-line body holds 16 elements, leave it
+// the body to pack instead, in the loops that remain: BatchNorm's output stored in max-pool windows (512,32,10,10,2,2)
+// 7.1 -> 1.8 ms on a Zen 3.
+constexpr int64_t kMinStraightRun = 16, kMaxStraightRun = 64;
+
+std::vector<Opt> short_loop_upcasts(const UOpRef& ast) {
+  std::vector<const UOp*> loops;
+  bool threaded = false;
+  for (const UOp* r : ranges_of(ast)) {
+    if (axis_type(r) == AxisType::LOOP) loops.push_back(r);
+    threaded |= axis_type(r) == AxisType::THREAD;
+  }
+  if (loops.empty() || range_size(loops.back()) >= kMinStraightRun) return {};
+  const std::unordered_set<const UOp*> gated = gated_ranges(ast);
+  std::vector<Opt> opts;
+  int64_t run = 1;
+  for (auto it = loops.rbegin(); it != loops.rend() && run < kMinStraightRun; ++it) {
+    const int64_t n = range_size(*it);
+    if (gated.count(*it) || run * n > kMaxStraightRun) break;
+    opts.push_back({OptOp::UPCAST, axis_id(*it), n});
+    run *= n;
+  }
+  // a kernel that is all straight-line code has no loop left to run the body in: nothing gained
+  if (opts.size() == loops.size() && !threaded) return {};
+  return opts;
+}
+
 }  // namespace
 
 std::vector<Opt> hand_coded_opts(const UOpRef& ast, const Target& target) {
@@ -378,11 +412,12 @@ std::vector<Opt> hand_coded_opts(const UOpRef& ast, const Target& target) {
     opts.push_back({OptOp::THREAD, axis_id(loops[0]), threads});
     k = apply_opt(k, opts.back(), target);
   }
-  // UPCAST: for elementwise kernels only transposes (other loops are vectorized by the C
-  // compiler as they are).
+  // UPCAST: for elementwise kernels only transposes and short inner loops (other loops are
+  // vectorized by the C compiler as they are).
   if (!reduces) {
     UOpRef tiled = k;
-    const std::vector<Opt> tile = transpose_tile(k);
+    std::vector<Opt> tile = transpose_tile(k);
+    if (tile.empty()) tile = short_loop_upcasts(k);
     for (const Opt& o : tile) {
       if (!tiled || !opt_applies(tiled, o, target)) return opts;
       tiled = apply_opt(tiled, o, target);
