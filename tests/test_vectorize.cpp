@@ -175,6 +175,23 @@ TEST(SplitReduce, ManyToFewReductionsRunAsPartialSumsThenTheirSum) {
   }
 }
 
+TEST(SplitReduce, ManyOutputsSplitFromFewerInputsEach) {
+  // a^T b with 128x128 outputs (a weight gradient's shape: many outputs, each re-reading the
+  // inputs) splits at 8192 inputs per output; 4096 rows of sums of 8192 stay one kernel
+  ref::NdArray a = ref::random({8192, 128}, 27), b = ref::random({8192, 128}, 28);
+  const Tensor product = kt::make(a).transpose(0, 1).matmul(kt::make(b));
+  const Tensor row_sums = Tensor::rand({4096, 8192}).sum({1});  // not realized: only scheduled
+  const size_t product_items = product.schedule().size(), row_sum_items = row_sums.schedule().size();
+  {
+    env::ScopedEnv off("SPLIT_REDUCEOP", "0");
+    EXPECT_EQ(product.schedule().size() + 1, product_items) << "partial products, then their sum";
+    EXPECT_EQ(row_sums.schedule().size(), row_sum_items);
+  }
+  // sums of 8192 float32 products in (-1, 1), of size ~30: rounding in any order stays within
+  // ~1e-4 of float64, absolutely so for the outputs near zero
+  EXPECT_TRUE(kt::matches(product, ref::matmul(ref::transpose(a, 0, 1), b), kt::Tol{1e-4, 5e-4}));
+}
+
 TEST(SplitReduce, SmallReductionsStayOneKernel) {
   EXPECT_EQ(kt::make(ref::random({64, 64}, 15)).sum().schedule().size(), 1u);
 }
