@@ -66,6 +66,27 @@ TEST(Vectorize, NarrowOutputsVectorizeTheReducedAxis) {
   EXPECT_TRUE(kt::matches(d, ref::matmul(x, ref::transpose(y, 0, 1))));
 }
 
+TEST(Vectorize, OutputsShorterThanAVectorVectorizeTheReducedAxis) {
+  // a 1-channel 5x5 conv's weight gradient: its outputs run along a 5-wide kernel row, 4 + 1 of
+  // AVX2's 8 lanes, while both loads are contiguous along the output row they sum over: that row
+  // becomes the vector axis (UNROLL; the first MNIST conv's weight gradient ~2.7x faster on a Zen 3)
+  ref::NdArray x = ref::random({2, 1, 12, 12}, 30), w = ref::random({4, 1, 5, 5}, 31), g = ref::random({2, 4, 8, 8}, 32);
+  Tensor wt = kt::make(w).requires_grad_();
+  Tensor dw = (kt::make(x).conv2d(wt) * kt::make(g)).sum().gradient({wt}).at(0);
+  EXPECT_TRUE(applied(program_of(dw, 32), "UNROLL")) << program_of(dw, 32).source;
+  ref::NdArray expected({4, 1, 5, 5});
+  for (int64_t co = 0; co < 4; co++)
+    for (int64_t kh = 0; kh < 5; kh++)
+      for (int64_t kw = 0; kw < 5; kw++) {
+        double sum = 0;
+        for (int64_t n = 0; n < 2; n++)
+          for (int64_t oh = 0; oh < 8; oh++)
+            for (int64_t ow = 0; ow < 8; ow++) sum += g.at({n, co, oh, ow}) * x.at({n, 0, oh + kh, ow + kw});
+        expected.at({co, 0, kh, kw}) = sum;
+      }
+  EXPECT_TRUE(kt::matches(dw, expected));
+}
+
 TEST(Vectorize, RowSumsVectorizeAlongTheRow) {
   // each output is a row apart from the next, so copies of the outputs would only gather: the row
   // itself becomes the vector axis

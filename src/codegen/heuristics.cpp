@@ -428,14 +428,15 @@ std::vector<Opt> hand_coded_opts(const UOpRef& ast, const Target& target) {
   // The first pick is applied last: copies vary fastest along it, so neighbouring statements read
   // neighbouring addresses and the C compiler can pack them into vectors.
   auto picks = choose_upcasts(k, threads, target);
-  // UNROLL: when the outputs fill less than half a vector register, or no load reads neighbours
-  // along them (a row sum's rows are a row apart), a reduced loop becomes the vector axis instead,
-  // and the register tile shrinks to fit its accumulators.
+  // UNROLL: when the outputs fill less than one vector register (a 5-wide kernel row is 4 + 1 of
+  // AVX2's 8 lanes: the first MNIST conv's weight gradient ran ~2.7x slower so), or no load reads
+  // neighbours along them (a row sum's rows are a row apart), a reduced loop becomes the vector
+  // axis instead, and the register tile shrinks to fit its accumulators.
   const int64_t lanes = target.vector_bytes / 4;
   const UOp* unroll = nullptr;
   int64_t unroll_amt = 0;
   if (lanes > 1 && (picks.empty() || vector_lanes(k, picks[0].first, target.vector_bytes) < 2 ||
-                    picks[0].second < lanes / 2 || !reads_neighbours(k, picks[0].first))) {
+                    picks[0].second < lanes || !reads_neighbours(k, picks[0].first))) {
     unroll = reduce_vector_axis(k);
     if (unroll) {
       const int64_t n = range_size(unroll);
