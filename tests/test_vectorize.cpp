@@ -213,6 +213,20 @@ TEST(SplitReduce, ManyOutputsSplitFromFewerInputsEach) {
   EXPECT_TRUE(kt::matches(product, ref::matmul(ref::transpose(a, 0, 1), b), kt::Tol{1e-4, 5e-4}));
 }
 
+TEST(SplitReduce, WeightGradientsSplitIntoChunksThatStayInCache) {
+  // 25,600 outputs (a 32x32x5x5 weight gradient's) of 16,384 inputs each: 256 chunks of 64 inputs
+  // (6.5M partials, below the 8M bound), not 128 larger ones that spill out of a core's L2
+  ref::NdArray a = ref::random({16384, 160}, 29), b = ref::random({16384, 160}, 30);
+  const Tensor product = kt::make(a).transpose(0, 1).matmul(kt::make(b));
+  const std::vector<ScheduleItem> items = product.schedule();
+  int64_t partials = 0;  // the first stage's output: partial sums of every output
+  for (const ScheduleItem& item : items)
+    if (const int64_t size = item.buffers.at(0)->arg_as<BufferArg>().size; size > 160 * 160 && size % (160 * 160) == 0)
+      partials = size;
+  EXPECT_EQ(partials, 256 * 160 * 160);
+  EXPECT_TRUE(kt::matches(product, ref::matmul(ref::transpose(a, 0, 1), b), kt::Tol{2e-4, 1e-3}));
+}
+
 TEST(SplitReduce, SmallReductionsStayOneKernel) {
   EXPECT_EQ(kt::make(ref::random({64, 64}, 15)).sum().schedule().size(), 1u);
 }
