@@ -71,9 +71,29 @@ TEST(Codegen, LoopInvariantLoadsAreHoisted) {
   // a[i] is read once per row, outside the loop over j
   Tensor a = Tensor::rand({4, 1}).realize(), b = Tensor::rand({1, 8}).realize();
   codegen::Program p = program_of(a * b);
-  size_t load_a = p.source.find("(*(data1+ridx0))"), inner = p.source.find("for (int ridx1");
+  size_t load_a = p.source.find("(*(data1+ridx0))"), inner = p.source.find(" ridx1 = 0;");
   ASSERT_NE(load_a, std::string::npos) << p.source;
+  ASSERT_NE(inner, std::string::npos) << p.source;
   EXPECT_LT(load_a, inner) << p.source;
+}
+
+TEST(Codegen, AddressArithmeticIsPointerWideAndDataArithmeticWrapsAtInt32) {
+  // Loop counters and offsets that only address memory are `long long` in C (no sign extension
+  // per access); an int32 value the kernel stores keeps int32 arithmetic, which wraps.
+  Tensor a = Tensor::rand({64, 48}).realize();
+  codegen::Program strided = program_of(a.permute({1, 0}) * 2.0f);
+  EXPECT_NE(strided.source.find("for (long long ridx0 = 0;"), std::string::npos) << strided.source;
+  EXPECT_EQ(count(strided.source, "for (int "), 0) << strided.source;
+
+  constexpr int64_t n = 1000, big = 3000000;  // i * big passes 2^31 from i = 716 on
+  Tensor idx = Tensor::arange(0, n, 1, dtypes::int32).realize() * Tensor::full({n}, big, dtypes::int32);
+  codegen::Program data = program_of(idx);
+  EXPECT_NE(data.source.find("*(data0+ridx0) = (val0*3000000);"), std::string::npos) << data.source;
+  EXPECT_NE(data.source.find("int val0"), std::string::npos) << data.source;
+  std::vector<int32_t> got = idx.to_vector<int32_t>();
+  ASSERT_EQ(got.size(), static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; i++)
+    ASSERT_EQ(got[i], static_cast<int32_t>(static_cast<uint32_t>(i) * static_cast<uint32_t>(big))) << "i=" << i;
 }
 
 TEST(Codegen, LargeKernelsSplitTheOuterLoopOverThreads) {

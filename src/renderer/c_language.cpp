@@ -23,6 +23,7 @@ CStyleLanguage c_language() {
   c.name = "C";
   c.preamble = kPreamble;
   c.bool_in_memory = "_Bool";
+  c.address_type = "long long";
   c.int64_suffix = "ll";
   c.uint64_suffix = "ull";
   c.nan = "__builtin_nanf(\"\")";

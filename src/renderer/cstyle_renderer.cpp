@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "kiln/error.h"
 
@@ -199,6 +200,37 @@ int local_dim(const Kernel& k, const UOp* range) {
   return it == k.local_axes.end() ? -1 : static_cast<int>(it - k.local_axes.begin());
 }
 
+// Index values (loop counters and int32 arithmetic of them) used only to address memory: as an
+// INDEX's offset, in gates' comparisons, or by other such values. Their results are the same at
+// any width short of overflow, which an address within a buffer never reaches; values a kernel
+// stores, casts or computes with otherwise keep int32's wrapping arithmetic. (A loop's END and
+// the AFTERs that order accumulators behind it only name the loop.)
+std::unordered_set<const UOp*> address_values(const Kernel& k) {
+  static constexpr OpSet kArithmetic{Ops::ADD, Ops::SUB, Ops::MUL, Ops::IDIV, Ops::MOD, Ops::NEG, Ops::SHL, Ops::SHR, Ops::AND};
+  static constexpr OpSet kComparisons{Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ};
+  std::unordered_map<const UOp*, std::vector<const UOp*>> users;
+  for (const UOpRef& u : k.linear)
+    for (const UOpRef& s : u->src) users[s.get()].push_back(u.get());
+  std::unordered_set<const UOp*> address;
+  // users come after their sources: decide from the end
+  for (auto it = k.linear.rbegin(); it != k.linear.rend(); ++it) {
+    const UOp* u = it->get();
+    if (u->dtype != dtypes::index || !(u->op == Ops::RANGE || kArithmetic.has(u->op))) continue;
+    if (u->op == Ops::RANGE && local_dim(k, u) >= 0) continue;
+    const auto found = users.find(u);
+    if (found == users.end()) continue;
+    bool only_addresses = true;
+    for (const UOp* user : found->second) {
+      const bool offset = user->op == Ops::INDEX && user->src.size() > 1 && user->src[1].get() == u;
+      const bool kept = address.count(user) || (kComparisons.has(user->op) && user->dtype.count == 1) ||
+                        ((user->op == Ops::END || user->op == Ops::AFTER) && u->op == Ops::RANGE);
+      only_addresses &= offset || kept;
+    }
+    if (only_addresses) address.insert(u);
+  }
+  return address;
+}
+
 }  // namespace
 
 std::string positional_parameters(std::vector<std::pair<int64_t, std::string>> params,
@@ -267,9 +299,11 @@ std::string CStyleRenderer::render(const Kernel& k) const {
     }
   int depth = 1, counter = 0;
   auto line = [&](const std::string& text) { body << std::string(2 * depth, ' ') << text << "\n"; };
+  const std::unordered_set<const UOp*> address = lang_.address_type.empty() ? std::unordered_set<const UOp*>{} : address_values(k);
+  auto type_of = [&](const UOp* u) { return address.count(u) ? lang_.address_type : t.reg(u->dtype); };
   auto var = [&](const UOp* u, const std::string& prefix, const std::string& expr) {
     std::string v = prefix + std::to_string(counter++);
-    line(t.reg(u->dtype) + " " + v + " = " + expr + ";");
+    line(type_of(u) + " " + v + " = " + expr + ";");
     name[u] = v;
   };
   auto src = [&](const UOp* u, size_t i) -> const std::string& { return name.at(u->src[i].get()); };
@@ -301,11 +335,12 @@ std::string CStyleRenderer::render(const Kernel& k) const {
         if (u->arg_as<RangeArg>().type == AxisType::THREAD && k.threads > 1) {
           // this thread's share [lo, hi) of the loop
           std::string threads = std::to_string(k.threads), wide = "(" + t.scalar(DType(ScalarType::Int64)) + ")";
-          line("const int " + v + "_lo = (int)(" + wide + "core_id * " + n + " / " + threads + "), " + v + "_hi = (int)(" +
-               wide + "(core_id + 1) * " + n + " / " + threads + ");");
-          line("for (int " + v + " = " + v + "_lo; " + v + " < " + v + "_hi; " + v + "++) {");
+          const std::string type = type_of(u);
+          line("const " + type + " " + v + "_lo = (" + type + ")(" + wide + "core_id * " + n + " / " + threads + "), " + v +
+               "_hi = (" + type + ")(" + wide + "(core_id + 1) * " + n + " / " + threads + ");");
+          line("for (" + type + " " + v + " = " + v + "_lo; " + v + " < " + v + "_hi; " + v + "++) {");
         } else {
-          line("for (int " + v + " = 0; " + v + " < " + n + "; " + v + "++) {");
+          line("for (" + type_of(u) + " " + v + " = 0; " + v + " < " + n + "; " + v + "++) {");
         }
         depth++;
         name[u] = v;
