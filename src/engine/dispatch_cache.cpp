@@ -234,6 +234,7 @@ void Dispatch::run(const std::unordered_set<const UOp*>& needed) const {
     return false;
   };
   std::vector<const UOp*> buffers;
+  buffers.reserve(slots_.size());
   for (size_t c = 0; c < plan.launches.size(); c++) {
     const DispatchPlan::Launch& l = plan.launches[c];
     buffers.clear();

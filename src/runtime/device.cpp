@@ -58,6 +58,10 @@ struct Registry {
   std::recursive_mutex mu;
   bool builtins_registered = false;
   std::map<std::string, Entry> entries;  // keyed by canonical name
+  // default_device()'s answer and the environment generation it was chosen in; a registration
+  // clears it (every realize asks, and DEV and the priorities rarely change)
+  std::string chosen_default;
+  uint64_t chosen_in_generation = 0;
 };
 
 // The registry with the built-in devices in it. Callers lock reg.mu for their own access.
@@ -84,6 +88,25 @@ std::string joined_names(const Registry& reg) {
   return out;
 }
 
+// DEV, or else the registered device of the highest priority. Callers hold reg.mu.
+std::string choose_default_device(const Registry& reg) {
+  if (std::string dev = env::get_string("DEV"); !dev.empty()) {
+    std::string key = canonical_name(dev);
+    if (!reg.entries.count(key)) {
+      throw_error("DEV=", dev, " is not a registered device; choices: ", joined_names(reg));
+    }
+    return key;
+  }
+  // Highest priority wins; ties go to the alphabetically first name so the choice is stable.
+  const std::string* best = nullptr;
+  int best_priority = 0;
+  for (const auto& [name, entry] : reg.entries) {
+    if (!best || entry.priority > best_priority) best = &name, best_priority = entry.priority;
+  }
+  if (!best) throw_error("no devices are registered");
+  return *best;
+}
+
 }  // namespace
 
 void register_device(const std::string& name, std::function<std::unique_ptr<Device>()> factory, int priority) {
@@ -95,6 +118,7 @@ void register_device(const std::string& name, std::function<std::unique_ptr<Devi
   Entry& entry = reg.entries[key];
   entry.factory = std::move(factory);
   entry.priority = priority;
+  reg.chosen_default.clear();
 }
 
 Device& get_device(const std::string& name) {
@@ -117,21 +141,12 @@ Device& get_device(const std::string& name) {
 std::string default_device() {
   Registry& reg = registry();
   std::lock_guard lock(reg.mu);
-  if (std::string dev = env::get_string("DEV"); !dev.empty()) {
-    std::string key = canonical_name(dev);
-    if (!reg.entries.count(key)) {
-      throw_error("DEV=", dev, " is not a registered device; choices: ", joined_names(reg));
-    }
-    return key;
+  const uint64_t generation = env::generation();
+  if (reg.chosen_default.empty() || reg.chosen_in_generation != generation) {
+    reg.chosen_default = choose_default_device(reg);
+    reg.chosen_in_generation = generation;
   }
-  // Highest priority wins; ties go to the alphabetically first name so the choice is stable.
-  const std::string* best = nullptr;
-  int best_priority = 0;
-  for (const auto& [name, entry] : reg.entries) {
-    if (!best || entry.priority > best_priority) best = &name, best_priority = entry.priority;
-  }
-  if (!best) throw_error("no devices are registered");
-  return *best;
+  return reg.chosen_default;
 }
 
 std::vector<std::string> device_names() {

@@ -101,6 +101,7 @@ Tensor Tensor::broadcast_to(const Shape& target) const {
 }
 
 std::pair<Tensor, Tensor> Tensor::broadcast_with(const Tensor& o) const {
+  if (shape() == o.shape() && dtype() == o.dtype()) return {*this, o};  // the common case, without building shapes
   Shape s = broadcast_shape({shape(), o.shape()});
   DType dt = dtypes::least_upper(dtype(), o.dtype());
   return {cast(dt).broadcast_to(s), o.cast(dt).broadcast_to(s)};

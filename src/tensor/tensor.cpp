@@ -33,6 +33,7 @@ std::vector<std::shared_ptr<TensorImpl>> TensorRegistry::live() {
   std::lock_guard lock(mu_);
   std::erase_if(tensors_, [](const auto& w) { return w.expired(); });
   std::vector<std::shared_ptr<TensorImpl>> out;
+  out.reserve(tensors_.size());
   for (const auto& w : tensors_)
     if (auto t = w.lock()) out.push_back(std::move(t));
   return out;
