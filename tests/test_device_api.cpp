@@ -133,6 +133,20 @@ TEST(DeviceApi, InTestDeviceRunsTensors) {
   EXPECT_EQ(&get_device(name), &get_device(name + ":0"));
 }
 
+TEST(DeviceApi, RegistrationsChangeTheDefaultDeviceAtOnce) {
+  // default_device() keeps its choice between registrations: a new device of a higher priority is
+  // the default from its registration on, and stops being it when registered lower again
+  const std::string before = default_device();
+  auto calls = std::make_shared<Calls>();
+  const std::string name = register_test_device(calls);
+  EXPECT_EQ(default_device(), before);
+  auto factory = [=] { return std::make_unique<TestDevice>(name, calls, "C"); };
+  register_device(name, factory, 1000);
+  EXPECT_EQ(default_device(), name);
+  register_device(name, factory, -1);
+  EXPECT_EQ(default_device(), before);
+}
+
 TEST(DeviceApi, RegisteringWithoutANameOrFactoryIsAnError) {
   auto factory = []() -> std::unique_ptr<Device> { return nullptr; };
   EXPECT_NE(error_of([&] { register_device("", factory, 0); }).find("empty device name"), std::string::npos);
