@@ -41,10 +41,9 @@ namespace {
 // initialization still compiles with every flag.
 constexpr std::array kCompileFlags = {"-O3",     "-march=native",   "-fPIC",           "-fwrapv", "-ffp-contract=fast",
                                       "-fno-math-errno", "-fno-unroll-loops", "-c", "-x", "c"};
+// No libraries: the math functions kernels call (libm's, and libmvec's vector versions, below) and
+// anything from libc bind to the process's own when the kernel is loaded (cpu_program.cpp).
 constexpr std::array kLinkFlags = {"-shared"};
-// libm for the math functions kernels call, libmvec for their vector versions (below); anything
-// from libc binds to the process's own.
-constexpr std::array kLibs = {"-lm", "-lmvec"};
 constexpr int kSourceLinesInErrors = 40;
 
 struct ProcessResult {
@@ -242,7 +241,6 @@ ProcessResult run_linker(const std::string& linker, const fs::path& object, cons
   std::vector<std::string> argv = {linker};
   argv.insert(argv.end(), kLinkFlags.begin(), kLinkFlags.end());
   argv.insert(argv.end(), {"-o", binary.string(), object.string()});
-  argv.insert(argv.end(), kLibs.begin(), kLibs.end());
   return run_process(argv);
 }
 
@@ -273,8 +271,7 @@ std::string CcCompiler::build(const std::string& source, bool reuse_entry) {
   Toolchain tc = find_toolchain();
   const std::string key = source + '\0' + join(tc.command) + '\0' + tc.version + '\0' +
                           join({kCompileFlags.begin(), kCompileFlags.end()}) + join(tc.own_flags()) + '\0' +
-                          join({kLinkFlags.begin(), kLinkFlags.end()}) + '\0' +
-                          join({kLibs.begin(), kLibs.end()}) + '\0' + host_cpu_id();
+                          join({kLinkFlags.begin(), kLinkFlags.end()}) + '\0' + host_cpu_id();
   return cached_build("cpu", key, !reuse_entry, [&](const std::string& binary) {
     // The work files sit next to the binary, in the cache folder.
     TempFiles temps{{binary + ".c", binary + ".o"}};

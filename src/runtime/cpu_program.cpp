@@ -10,8 +10,24 @@
 #include "support/thread_pool.h"
 
 namespace kiln::runtime {
+namespace {
+
+// Kernels call libm's functions and clang's vectorized loops call libmvec's; their libraries are
+// linked without either (linking them costs ~8 of a small kernel's ~60 ms cold compile), so both
+// are loaded into the process's global scope once, where a kernel's undefined symbols are bound.
+void load_math_libraries() {
+  static const std::string failure = [] {
+    for (const char* library : {"libm.so.6", "libmvec.so.1"})
+      if (!dlopen(library, RTLD_NOW | RTLD_GLOBAL)) return std::string(library) + ": " + dlerror();
+    return std::string();
+  }();
+  if (!failure.empty()) throw_error("could not load the math library CPU kernels call, ", failure);
+}
+
+}  // namespace
 
 CpuProgram::CpuProgram(const std::string& library_path, const std::string& function_name) : name_(function_name) {
+  load_math_libraries();
   // RTLD_LOCAL: kernels from different libraries may share symbol names.
   handle_ = dlopen(library_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle_) throw_error("could not load CPU kernel library ", library_path, ": ", dlerror());
