@@ -44,6 +44,34 @@ TEST(Vectorize, ContiguousOutputRowsBecomeVectorsInChunks) {
   EXPECT_TRUE(kt::matches(c, ref::matmul(a, b)));
 }
 
+TEST(Vectorize, ExpReductionsKeepFewAccumulatorsBesideTheirConstants) {
+  // a softmax's sum of exps along contiguous rows: one vector accumulator per 8 registers (the
+  // inline exp's ~14 constants and temporaries take the rest): 4 x 16 lanes with AVX-512's 32
+  // registers, 2 x 8 lanes with AVX2's 16
+  ref::NdArray a = ref::random({64, 256}, 31);
+  const Tensor x = kt::make(a);
+  const Tensor sums = (x - x.max({1}, true)).exp().sum({1});
+  const std::vector<ScheduleItem> items = sums.schedule();
+  const codegen::Target avx512{.renderer = &renderer::c_renderer(), .vector_bytes = 64, .vector_registers = 32};
+  const codegen::Target avx2{.renderer = &renderer::c_renderer(), .vector_bytes = 32, .vector_registers = 16};
+  const codegen::Program wide = codegen::to_program(items.back().ast, avx512);
+  const codegen::Program narrow = codegen::to_program(items.back().ast, avx2);
+  auto declared = [](const codegen::Program& p, const std::string& type) {
+    int n = 0;
+    for (size_t at = p.source.find("  " + type + " acc"); at != std::string::npos; at = p.source.find("  " + type + " acc", at + 1)) n++;
+    return n;
+  };
+  EXPECT_EQ(declared(wide, "float_x16"), 4) << wide.source;
+  EXPECT_EQ(declared(narrow, "float_x8"), 2) << narrow.source;
+  std::vector<double> want(64, 0.0);
+  for (int64_t i = 0; i < 64; i++) {
+    double m = -INFINITY;
+    for (int64_t j = 0; j < 256; j++) m = std::max(m, a.data[i * 256 + j]);
+    for (int64_t j = 0; j < 256; j++) want[i] += std::exp(a.data[i * 256 + j] - m);
+  }
+  EXPECT_TRUE(kt::matches(sums, ref::NdArray{{64}, want}));
+}
+
 TEST(Vectorize, ScalarTargetsGetScalarCode) {
   Tensor c = kt::make(ref::random({8, 16}, 3)).matmul(kt::make(ref::random({16, 32}, 4)));
   EXPECT_FALSE(has(program_of(c, 0).source, "_x")) << program_of(c, 0).source;

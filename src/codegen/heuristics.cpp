@@ -79,9 +79,10 @@ int64_t vector_lanes(const UOpRef& ast, const UOp* r, int vector_bytes) {
 // need the rest). AVX-512 has 32 (24 accumulators: an 8x32 matmul tile), AVX2 and SSE 16 (12: a
 // 4x16 tile; the 8x16 tile spilled and ran at 0.75x on a Zen 3).
 int64_t max_vector_accumulators(const Target& target) { return target.vector_registers * 3 / 4; }
-// Fewer when each accumulator's update computes an inline exp (c_math.cpp: ~5 live vectors each):
-// a softmax's exp-and-sum ran ~1.5x faster with 4 than with 16.
-constexpr int64_t kMaxVectorAccumulatorsWithExp = 4;
+// Fewer when each accumulator's update computes an inline exp (c_math.cpp: ~5 live vectors each,
+// beside ~14 constants): one per 8 registers. A softmax's exp-and-sum ran ~1.5x faster with 4 than
+// with 16 on AVX-512, and ~1.2x faster with 2 than with 4 on AVX2, whose 16 registers spilled.
+int64_t max_vector_accumulators_with_exp(const Target& target) { return std::max(1, target.vector_registers / 8); }
 
 bool reduces_an_exp(const UOpRef& ast) {
   for (const UOp* u : ast->toposort())
@@ -453,7 +454,7 @@ std::vector<Opt> hand_coded_opts(const UOpRef& ast, const Target& target) {
       for (auto& [r, amt] : picks) t *= amt;
       return t;
     };
-    const int64_t max_accumulators = reduces_an_exp(k) ? kMaxVectorAccumulatorsWithExp : max_vector_accumulators(target);
+    const int64_t max_accumulators = reduces_an_exp(k) ? max_vector_accumulators_with_exp(target) : max_vector_accumulators(target);
     while (!picks.empty() && tile() > max_accumulators) {
       if (picks.back().second % 2 == 0 && picks.back().second > 2) picks.back().second /= 2;
       else picks.pop_back();
