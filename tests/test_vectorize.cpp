@@ -195,6 +195,33 @@ TEST(Vectorize, TransposedCopiesAreTiled) {
   EXPECT_FALSE(applied(program_of(kt::make(ref::random({32, 4}, 23)).transpose(0, 1).contiguous()), "UPCAST"));
 }
 
+TEST(Vectorize, TransposeTilesShrinkToKeepPerChannelInputsInRegisters) {
+  // NHWC -> NCHW through 7 per-channel inputs (a BatchNorm backward's scales and shifts): each is
+  // kept for every pixel of a tile row, so the tile takes 4 channels (7 x 4 values: about 16 or
+  // 32 registers) where one input alone leaves it 16 (heuristics.cpp)
+  ref::NdArray x = ref::random({2, 4, 8, 32}, 32);
+  std::vector<ref::NdArray> params;
+  for (int i = 0; i < 7; i++) params.push_back(ref::random({1, 32, 1, 1}, 33 + i));
+  Tensor t = kt::make(x).permute({0, 3, 1, 2});
+  ref::NdArray want = ref::permute(x, {0, 3, 1, 2});
+  for (int i = 0; i < 7; i++) {
+    const bool add = i % 2 == 0;
+    t = add ? t + kt::make(params[i]) : t * kt::make(params[i]);
+    want = ref::zip(want, params[i], [add](double u, double v) { return add ? u + v : u * v; });
+  }
+  auto upcasts = [](const codegen::Program& p) {
+    std::vector<int64_t> amounts;
+    for (const codegen::Opt& o : p.opts)
+      if (o.op == codegen::OptOp::UPCAST) amounts.push_back(o.amt);
+    return amounts;
+  };
+  EXPECT_EQ(upcasts(program_of(t, 32)), (std::vector<int64_t>{4, 4})) << program_of(t, 32).source;
+  EXPECT_EQ(upcasts(program_of(t, 64)), (std::vector<int64_t>{4, 4})) << program_of(t, 64).source;
+  const Tensor one_input = kt::make(x).permute({0, 3, 1, 2}) + kt::make(params[0]);
+  EXPECT_EQ(upcasts(program_of(one_input, 32)), (std::vector<int64_t>{16, 4}));
+  EXPECT_TRUE(kt::matches(t, want));
+}
+
 TEST(Vectorize, ShortInnerLoopsAreUpcastWhole) {
   // x*a+b stored in 2x2 max-pool windows: the innermost loops are 2, 2 and then 5 long; upcast
   // whole (20 elements in straight-line code) the compiler packs them (heuristics.cpp)
