@@ -222,6 +222,24 @@ TEST(Vectorize, TransposeTilesShrinkToKeepPerChannelInputsInRegisters) {
   EXPECT_TRUE(kt::matches(t, want));
 }
 
+TEST(Vectorize, GatheringReductionsKeepOneAccumulatorRow) {
+  // per (image, channel) sums of x (NCHW: a channel is 64 floats from the next) times g (NHWC):
+  // the channels become 8-lane vectors gathered from x; more images per step would only add
+  // gathers and registers, not hide latency (heuristics.cpp), so one row of 8 channels it is
+  ref::NdArray x = ref::random({4, 32, 8, 8}, 41), g = ref::random({4, 8, 8, 32}, 42);
+  const Tensor t = (kt::make(x) * kt::make(g).permute({0, 3, 1, 2})).sum({2, 3});
+  const codegen::Program p = program_of(t, 32);
+  std::vector<int64_t> upcasts;
+  for (const codegen::Opt& o : p.opts)
+    if (o.op == codegen::OptOp::UPCAST) upcasts.push_back(o.amt);
+  EXPECT_EQ(upcasts, std::vector<int64_t>{8}) << p.source;
+  ref::NdArray want({4, 32});
+  for (int64_t b = 0; b < 4; b++)
+    for (int64_t c = 0; c < 32; c++)
+      for (int64_t i = 0; i < 64; i++) want.data[b * 32 + c] += x.data[(b * 32 + c) * 64 + i] * g.data[(b * 64 + i) * 32 + c];
+  EXPECT_TRUE(kt::matches(t, want));
+}
+
 TEST(Vectorize, ShortInnerLoopsAreUpcastWhole) {
   // x*a+b stored in 2x2 max-pool windows: the innermost loops are 2, 2 and then 5 long; upcast
   // whole (20 elements in straight-line code) the compiler packs them (heuristics.cpp)

@@ -140,6 +140,16 @@ std::unordered_set<const UOp*> gated_ranges(const UOpRef& ast) {
   return gated;
 }
 
+// Whether a load in the reduction loop moves along r other than one element per step (its
+// copies along r would be scalar loads gathered into a vector).
+bool gathers_along(const UOpRef& ast, const UOp* r) {
+  const auto loads = loads_in_reduction(ast);
+  return std::any_of(loads.begin(), loads.end(), [&](const UOp* l) {
+    const auto topo = address(l)->toposort();
+    return std::find(topo.begin(), topo.end(), r) != topo.end() && linear_coefficient(address(l), r) != 1;
+  });
+}
+
 // Register tiling for reductions, as a BLAS micro-kernel: upcast an output loop that some loads do
 // not depend on (those loads are then shared by every copy), innermost first, then a second loop
 // that the first one's loads do not depend on (matmul: a column block and a row block; conv: output
@@ -187,10 +197,15 @@ std::vector<std::pair<const UOp*, int64_t>> choose_upcasts(const UOpRef& ast, in
     if (picks.size() == 2) add_row_pair(picks, outputs, n_loads, depends, std::max<int64_t>(lanes, 1));
     return picks;
   }
-  // no reuse: the innermost loop by 8 and the outermost by 4 give independent accumulators
+  // no reuse: the innermost loop by 8 and the outermost by 4 give independent accumulators, to
+  // hide the latency of their adds; not when the innermost copies gather (a load strides along
+  // it), whose scalar loads take longer than the adds anyway: more copies only add registers (a
+  // BatchNorm backward's sums over NCHW data, 8 channels x 4 chunks: ~1.25x slower, with spills)
   if (outputs.empty()) return picks;
   if (range_size(outputs.back()) % kInnerUpcast == 0) picks.push_back({outputs.back(), kInnerUpcast});
-  if (outputs.size() > 1 && range_size(outputs.front()) % kOuterUpcast == 0) picks.push_back({outputs.front(), kOuterUpcast});
+  const bool inner_gathers = !picks.empty() && gathers_along(ast, outputs.back());
+  if (outputs.size() > 1 && range_size(outputs.front()) % kOuterUpcast == 0 && !inner_gathers)
+    picks.push_back({outputs.front(), kOuterUpcast});
   return picks;
 }
 
