@@ -35,6 +35,12 @@ int64_t upcast_amount(int64_t n, int64_t cap) {
 // The address of a LOAD (its INDEX without the validity gate).
 const UOp* address(const UOp* load) { return load->src[0]->src[1].get(); }
 
+// Whether a load's address varies with the range r.
+bool address_reads(const UOp* load, const UOp* r) {
+  const auto topo = address(load)->toposort();
+  return std::find(topo.begin(), topo.end(), r) != topo.end();
+}
+
 // The loads inside the reduction loops: the ones the inner loop pays for.
 std::vector<const UOp*> loads_in_reduction(const UOpRef& ast) {
   std::vector<const UOp*> loads;
@@ -144,10 +150,8 @@ std::unordered_set<const UOp*> gated_ranges(const UOpRef& ast) {
 // copies along r would be scalar loads gathered into a vector).
 bool gathers_along(const UOpRef& ast, const UOp* r) {
   const auto loads = loads_in_reduction(ast);
-  return std::any_of(loads.begin(), loads.end(), [&](const UOp* l) {
-    const auto topo = address(l)->toposort();
-    return std::find(topo.begin(), topo.end(), r) != topo.end() && linear_coefficient(address(l), r) != 1;
-  });
+  return std::any_of(loads.begin(), loads.end(),
+                     [&](const UOp* l) { return address_reads(l, r) && linear_coefficient(address(l), r) != 1; });
 }
 
 // Register tiling for reductions, as a BLAS micro-kernel: upcast an output loop that some loads do
@@ -351,10 +355,8 @@ constexpr int64_t kTransposeLoadRun = 16, kTransposeStoreRun = 4, kLineElements 
 
 // How many of `loads` read along `r` but not along `other` (values the tile keeps per row of r).
 int64_t loads_kept_per_row(const std::vector<const UOp*>& loads, const UOp* r, const UOp* other) {
-  return std::count_if(loads.begin(), loads.end(), [&](const UOp* load) {
-    const auto topo = address(load)->toposort();
-    return std::find(topo.begin(), topo.end(), r) != topo.end() && std::find(topo.begin(), topo.end(), other) == topo.end();
-  });
+  return std::count_if(loads.begin(), loads.end(),
+                       [&](const UOp* load) { return address_reads(load, r) && !address_reads(load, other); });
 }
 
 std::vector<Opt> transpose_tile(const UOpRef& ast, const Target& target) {
