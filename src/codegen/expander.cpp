@@ -1,8 +1,8 @@
 // The expander: each UPCAST range of size n becomes n copies of the statements that use them, with
 // the range replaced by 0..n-1. Copies of a reduction share its loop (lower_reduce.cpp groups
-// them), so the loop body updates n accumulators side by side. One axis becomes SIMD vectors
-// instead of copies (vectorize.cpp): an UNROLL range (a reduced loop) if opts made one, else the
-// innermost UPCAST range along which every store is contiguous.
+// them), so the loop body updates n accumulators side by side. SIMD vectors take the place of
+// copies along one axis per reduction (vectorize.cpp): the UNROLL ranges (reduced loops) if opts
+// made any, else the innermost UPCAST range along which every store is contiguous.
 #include <algorithm>
 
 #include "codegen/codegen.h"
@@ -56,22 +56,32 @@ void flatten_groups(const UOpRef& s, std::vector<UOpRef>& out) {
 
 UOpRef expand_upcasts(const UOpRef& sink_in, int vector_bytes) {
   UOpRef sink = sink_in;
-  // An UNROLL range is a reduced loop whose sums accumulate in vectors: the kernel's vector axis.
-  const UOp* unroll = nullptr;
+  // An UNROLL range is a reduced loop whose sums accumulate in vectors: its reductions' vector
+  // axis (a kernel of several reductions, as a fused softmax, may have one for each).
+  std::vector<const UOp*> unrolls;
   int reduce_itemsize = 4;
   for (const UOp* u : sink->toposort()) {
-    if (u->op == Ops::RANGE && u->arg_as<RangeArg>().type == AxisType::UNROLL) unroll = u;
+    if (u->op == Ops::RANGE && u->arg_as<RangeArg>().type == AxisType::UNROLL) unrolls.push_back(u);
     if (u->op == Ops::REDUCE) reduce_itemsize = std::max(reduce_itemsize, u->dtype.itemsize());
   }
-  if (unroll) sink = simplify(vectorize_reduce(sink, unroll, std::max(1, vector_bytes / reduce_itemsize)), "simplify unrolled");
+  const bool unroll = !unrolls.empty();
+  for (const UOp* axis : unrolls) sink = vectorize_reduce(sink, axis, std::max(1, vector_bytes / reduce_itemsize));
+  if (unroll) sink = simplify(sink, "simplify unrolled");
   std::vector<const UOp*> upcasts;
   for (const UOp* u : sink->toposort())
     if (u->op == Ops::RANGE && u->arg_as<RangeArg>().type == AxisType::UPCAST) upcasts.push_back(u);
   if (upcasts.empty()) return sink;
   std::sort(upcasts.begin(), upcasts.end(),
             [](const UOp* a, const UOp* b) { return a->arg_as<RangeArg>().id < b->arg_as<RangeArg>().id; });
+  // With reductions vectorized along their UNROLLs, only an UPCAST no reduction varies with can be
+  // vectors too (a fused softmax's stores along its row).
+  std::vector<const UOp*> vectorizable = upcasts;
+  if (unroll)
+    for (const UOp* u : sink->toposort())
+      if (u->op == Ops::REDUCE)
+        for (const UOp* r : u->toposort()) std::erase(vectorizable, r);
   int itemsize = 1;
-  const UOp* vector = vector_bytes > 0 && !unroll ? vector_axis(sink, upcasts, itemsize) : nullptr;
+  const UOp* vector = vector_bytes > 0 ? vector_axis(sink, vectorizable, itemsize) : nullptr;
   std::vector<const UOp*> copied = upcasts;
   std::erase(copied, vector);
   const auto copies = assignments(copied);

@@ -222,8 +222,9 @@ bool reads_neighbours(const UOpRef& ast, const UOp* r) {
 
 // A reduced loop to vectorize when the outputs make no full vector (a conv's weight gradient:
 // its output rows are a 5-wide kernel row): the innermost one that every load moving along it
-// reads contiguously, ungated, when every reduction is a float sum or max.
-const UOp* reduce_vector_axis(const UOpRef& ast) {
+// reads contiguously, ungated, when every reduction is a float sum or max. With `only`, one of
+// that reduction's loops.
+const UOp* reduce_vector_axis(const UOpRef& ast, const UOp* only = nullptr) {
   std::vector<const UOp*> loads;
   for (const UOp* u : ast->toposort()) {
     const bool vector_op = u->op == Ops::REDUCE && (u->arg_as<ReduceArg>().op == Ops::ADD || u->arg_as<ReduceArg>().op == Ops::MAX);
@@ -234,6 +235,7 @@ const UOp* reduce_vector_axis(const UOpRef& ast) {
   const auto ranges = ranges_of(ast);
   for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) {
     if (axis_type(*it) != AxisType::REDUCE) continue;
+    if (only && std::find(only->src.begin() + 1, only->src.end(), (*it)->ref()) == only->src.end()) continue;
     bool moves = false, contiguous = true;
     for (const UOp* load : loads) {
       auto c = linear_coefficient(address(load), *it);
@@ -422,6 +424,40 @@ std::vector<Opt> short_loop_upcasts(const UOpRef& ast) {
   return opts;
 }
 
+// The UNROLL of a reduced loop `unroll`. A kernel whose reductions are broadcast along an output
+// loop (a softmax fused over its rows: max, sum, then the row's outputs) computes each reduction
+// once per row, then the row: each other reduction gets vector accumulators too, and the innermost
+// output loop no reduction varies with, when every store steps along it, becomes vectors (applied
+// first: ~5% faster than last). (4096, 1024): 3.0 ms on a Zen 3, against 3.2 with the sum's
+// UNROLL alone and 3.8 for the three kernels it replaces.
+std::vector<Opt> unroll_opts(const UOpRef& ast, const UOp* unroll, int64_t unroll_amt, int64_t lanes) {
+  std::vector<Opt> opts;
+  std::vector<const UOp*> others;
+  std::unordered_set<const UOp*> reduced_with;  // every range some reduction varies with
+  for (const UOp* u : ast->toposort()) {
+    if (u->op != Ops::REDUCE) continue;
+    for (const UOp* r : u->toposort()) reduced_with.insert(r);
+    if (std::find(u->src.begin() + 1, u->src.end(), unroll->ref()) == u->src.end()) others.push_back(u);
+  }
+  const auto ranges = ranges_of(ast);
+  for (auto it = ranges.rbegin(); it != ranges.rend() && !others.empty(); ++it) {
+    if (axis_type(*it) != AxisType::LOOP || reduced_with.count(*it) || range_size(*it) % lanes != 0) continue;
+    bool contiguous = true;
+    for (const UOp* u : ast->toposort())
+      if (u->op == Ops::STORE) contiguous &= linear_coefficient(u->src[0]->src[1].get(), *it) == 1;
+    if (contiguous) opts.push_back({OptOp::UPCAST, axis_id(*it), lanes});
+    break;
+  }
+  opts.push_back({OptOp::UNROLL, axis_id(unroll), unroll_amt});
+  std::unordered_set<const UOp*> unrolled{unroll};
+  for (const UOp* red : others) {
+    const UOp* axis = reduce_vector_axis(ast, red);
+    if (axis && range_size(axis) % unroll_amt == 0 && unrolled.insert(axis).second)
+      opts.push_back({OptOp::UNROLL, axis_id(axis), unroll_amt});
+  }
+  return opts;
+}
+
 }  // namespace
 
 std::vector<Opt> hand_coded_opts(const UOpRef& ast, const Target& target) {
@@ -501,7 +537,16 @@ std::vector<Opt> hand_coded_opts(const UOpRef& ast, const Target& target) {
   if (picks.size() == 2 && picks[0].second > picks[1].second && axis_id(picks[1].first) < axis_id(picks[0].first) &&
       outer_remains(picks[0]) && outer_remains(picks[1]))
     opts.push_back({OptOp::SWAP, axis_id(picks[1].first), axis_id(picks[0].first)});
-  if (unroll) opts.push_back({OptOp::UNROLL, axis_id(unroll), unroll_amt});
+  if (unroll) {
+    // the other reductions' UNROLLs and the row's UPCAST where the copies they add still fit
+    UOpRef applied = ast;
+    for (const Opt& o : opts) applied = apply_opt(applied, o, target);
+    for (const Opt& o : unroll_opts(k, unroll, unroll_amt, lanes)) {
+      if (o.axis != axis_id(unroll) && !opt_applies(applied, o, target)) continue;
+      applied = apply_opt(applied, o, target);
+      opts.push_back(o);
+    }
+  }
   return opts;
 }
 

@@ -1,5 +1,5 @@
 // REDUCE → accumulator registers, the way a C programmer writes a reduction:
-//   acc = identity;                      (inside the output loops)
+//   acc = identity;                      (inside the output loops it depends on)
 //   for (r...) acc = acc <op> x;
 //   ... acc ...                          (read after the loops close)
 // Reductions over the same ranges (the copies an UPCAST makes) share one loop that updates all
@@ -30,12 +30,12 @@ UOpRef after(const UOpRef& buf, std::vector<UOpRef> deps) {
   return UOp::make(Ops::AFTER, buf->dtype, std::move(deps));
 }
 
-// The already lowered reductions `x` reads that do not run inside its `own` loops: ENDs that live
-// only in loops enclosing `x`'s. (An END nested in another loop is reached through that loop's END.)
-std::vector<UOpRef> ends_run_before(const UOpRef& x, const std::set<const UOp*>& own) {
+// The already lowered reductions `x` reads that run outside its `inner` loops: ENDs that live
+// only in x's other loops. (An END nested in another loop is reached through that loop's END.)
+std::vector<UOpRef> ends_run_before(const UOpRef& x, const std::set<const UOp*>& inner) {
   std::set<const UOp*> outer;
   for (const UOpRef& r : live_ranges(x))
-    if (!own.count(r.get())) outer.insert(r.get());
+    if (!inner.count(r.get())) outer.insert(r.get());
   std::vector<UOpRef> out;
   for (const UOp* u : x->toposort()) {
     if (u->op != Ops::END) continue;
@@ -46,8 +46,15 @@ std::vector<UOpRef> ends_run_before(const UOpRef& x, const std::set<const UOp*>&
   return out;
 }
 
-// Lowers reductions that share `ranges`, adding each one's replacement to `replace`. `loops` are
-// the kernel's output loops.
+bool is_reduce_axis(const UOp* r) {
+  return r->arg_as<RangeArg>().type == AxisType::REDUCE || r->arg_as<RangeArg>().type == AxisType::GROUP_REDUCE;
+}
+
+// Where a range's loop opens: output loops outside reduction loops, each kind in id order.
+std::pair<bool, int64_t> nest_rank(const UOp* r) { return {is_reduce_axis(r), r->arg_as<RangeArg>().id}; }
+
+// Lowers reductions that share `ranges`, adding each one's replacement to `replace`. `loops_of_kernel`
+// are the kernel's output loops.
 void lower_group(const std::vector<const UOp*>& reduces, const std::vector<UOpRef>& ranges,
                  const std::vector<UOpRef>& loops_of_kernel, int64_t& next_acc,
                  std::unordered_map<const UOp*, UOpRef>& replace) {
@@ -55,14 +62,22 @@ void lower_group(const std::vector<const UOp*>& reduces, const std::vector<UOpRe
   for (const UOpRef& r : ranges) own.insert(r.get());
   std::vector<UOpRef> accs, inits;
   for (const UOp* red : reduces) {
-    // The accumulator is reset, and its loop runs, inside every output loop and the enclosing
-    // reductions its value depends on: initialization and loop must share one nest, or the loop
-    // would accumulate across iterations of a loop the initialization sits outside of.
-    std::vector<UOpRef> outer = loops_of_kernel;
+    // The accumulator is reset, and its loop runs, inside the loops its value depends on (output
+    // loops and enclosing reductions): initialization and loop share one nest (the loop opens
+    // exactly where its accumulators were reset), so it never accumulates across iterations of a
+    // loop the initialization sits outside of. Output loops it does not depend on stay outside:
+    // a row's max or sum that a fused softmax broadcasts along the row runs once per row.
+    std::vector<UOpRef> outer;
+    std::pair<bool, int64_t> innermost{false, -1};
     for (const UOpRef& r : live_ranges(red->src[0]))
-      if (!own.count(r.get()) && (r->arg_as<RangeArg>().type == AxisType::REDUCE ||
-                                  r->arg_as<RangeArg>().type == AxisType::GROUP_REDUCE))
+      if (!own.count(r.get())) {
         outer.push_back(r);
+        innermost = std::max(innermost, nest_rank(r.get()));
+      }
+    // and inside the output loops around those (a pool's divisor, varying with the pixel loops,
+    // is recomputed for every batch element)
+    for (const UOpRef& r : loops_of_kernel)
+      if (nest_rank(r.get()) < innermost && std::find(outer.begin(), outer.end(), r) == outer.end()) outer.push_back(r);
     // The reductions it reads that do not depend on its loops finish first, so its loops can open
     // where it is reset.
     for (const UOpRef& end : ends_run_before(red->src[0], own)) outer.push_back(end);
@@ -72,11 +87,20 @@ void lower_group(const std::vector<const UOp*>& reduces, const std::vector<UOpRe
   }
   std::unordered_map<const UOp*, UOpRef> reopened;
   std::vector<UOpRef> loops;
-  for (const UOpRef& r : ranges) {
+  for (size_t p = 0; p < ranges.size(); p++) {
     // each loop nests in the previous one: a reduction over several axes is one loop nest
+    const UOpRef& r = ranges[p];
     std::vector<UOpRef> src{r->src[0]};
     src.insert(src.end(), inits.begin(), inits.end());
     if (!loops.empty()) src.push_back(loops.back());
+    // reductions broadcast inside the nest (a row's mean in a sum over rows and columns) finish
+    // before the loops they do not vary with open
+    if (p > 0) {
+      std::set<const UOp*> inner;  // the loops from here in
+      for (size_t i = p; i < ranges.size(); i++) inner.insert(ranges[i].get());
+      for (const UOp* red : reduces)
+        for (const UOpRef& end : ends_run_before(red->src[0], inner)) src.push_back(substitute(end, reopened));
+    }
     loops.push_back(UOp::make(Ops::RANGE, r->dtype, std::move(src), r->arg));
     reopened[r.get()] = loops.back();
   }
@@ -102,9 +126,7 @@ UOpRef lower_reduces(const UOpRef& ast) {
   int64_t next_acc = 0;
   std::vector<UOpRef> loops;
   for (const UOp* u : ast->toposort())
-    if (u->op == Ops::RANGE && u->arg_as<RangeArg>().type != AxisType::REDUCE &&
-        u->arg_as<RangeArg>().type != AxisType::GROUP_REDUCE)  // a group's axis ends where the partials are written
-      loops.push_back(u->ref());
+    if (u->op == Ops::RANGE && !is_reduce_axis(u)) loops.push_back(u->ref());  // a group's axis ends where the partials are written
   // Innermost reductions first: an outer reduction's value then holds the inner one's loop.
   while (true) {
     std::unordered_map<const UOp*, bool> reduce_below;

@@ -33,11 +33,36 @@ const UOp* find_range(const UOpRef& ast, int64_t id) {
   return nullptr;
 }
 
-int64_t expansion(const UOpRef& ast) {
-  int64_t e = 1;
-  for (const UOp* r : ranges_of(ast))
-    if (axis_type(r) == AxisType::UPCAST || axis_type(r) == AxisType::UNROLL) e *= range_size(r);
-  return e;
+// Copies of the body: per store and reduction, the product of the UPCAST and UNROLL loops it
+// varies with (with `r` split by `amt` more), the most of any. Copies follow data: a fused
+// softmax's row max and sum are not copied along the row loop its output stores UPCAST, nor the
+// store along the loops they reduce.
+int64_t expansion(const UOpRef& ast, const UOp* r = nullptr, int64_t amt = 1) {
+  std::unordered_map<const UOp*, std::set<const UOp*>> copied_by;
+  int64_t most = 1;
+  for (const UOp* u : ast->toposort()) {
+    std::set<const UOp*>& mine = copied_by[u];
+    for (const UOpRef& s : u->src) mine.insert(copied_by[s.get()].begin(), copied_by[s.get()].end());
+    if (u->op == Ops::RANGE && (u == r || axis_type(u) == AxisType::UPCAST || axis_type(u) == AxisType::UNROLL))
+      mine.insert(u);
+    if (u->op != Ops::STORE && u->op != Ops::REDUCE) continue;
+    int64_t copies = 1;
+    for (const UOp* c : mine) copies *= c == r ? amt : range_size(c);
+    most = std::max(most, copies);
+    if (u->op == Ops::REDUCE)  // its value no longer varies with the loops it reduces
+      for (size_t i = 1; i < u->src.size(); i++) mine.erase(u->src[i].get());
+  }
+  return most;
+}
+
+// Whether a reduction over r already has an unrolled loop (one vector axis per reduction).
+bool unrolled_with(const UOpRef& ast, const UOp* r) {
+  for (const UOp* u : ast->toposort()) {
+    if (u->op != Ops::REDUCE || std::find(u->src.begin() + 1, u->src.end(), r->ref()) == u->src.end()) continue;
+    for (size_t i = 1; i < u->src.size(); i++)
+      if (axis_type(u->src[i].get()) == AxisType::UNROLL) return true;
+  }
+  return false;
 }
 
 bool has_axis_type(const UOpRef& ast, AxisType type) {
@@ -201,10 +226,9 @@ bool opt_applies(const UOpRef& ast, const Opt& opt, const Target& target) {
              !has_axis_type(ast, AxisType::THREAD);
     case OptOp::UPCAST:
     case OptOp::UNROLL: {
-      if (opt.amt < 2 || range_size(r) % opt.amt != 0 || expansion(ast) * opt.amt > kMaxExpansion) return false;
+      if (opt.amt < 2 || range_size(r) % opt.amt != 0 || expansion(ast, r, opt.amt) > kMaxExpansion) return false;
       if (opt.op == OptOp::UPCAST) return output(type);
-      return type == AxisType::REDUCE && !has_axis_type(ast, AxisType::UNROLL) && !group_axis(ast) &&
-             reductions_vectorize(ast, r);
+      return type == AxisType::REDUCE && !unrolled_with(ast, r) && !group_axis(ast) && reductions_vectorize(ast, r);
     }
     case OptOp::LOCAL:
       return output(type) && opt.amt >= 2 && range_size(r) % opt.amt == 0 && local_axis_fits(ast, opt.amt, target, group_axis(ast));

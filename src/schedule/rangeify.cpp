@@ -1,10 +1,12 @@
 // Range propagation and fusion ("rangeify"): walk the tensor graph consumers-first, handing each
 // node the index expressions its consumers read it with. A node read one way inherits its
 // consumer's loops: that is fusion. A node is realized into a buffer (and gets its own kernel) when
-// it must be: a root, CONTIGUOUS, a COPY and its source, a reduction that is broadcast again or
-// reduced again, or an expensive node read in several different ways.
+// it must be: a root, CONTIGUOUS, a COPY and its source, a reduction that is reduced again or
+// broadcast again (unless its rows are short and it runs once per row in its consumer's kernel),
+// or an expensive node read in several different ways.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -23,6 +25,11 @@ constexpr size_t kMaxRecomputeReads = 8;
 // (a conv's input gradient re-reads each element once per kernel tap) is stored instead.
 constexpr int kMinOpsToStoreReused = 8;
 constexpr double kMaxRecomputeFactor = 4;
+// A reduction over at most this many elements per output (64 KB of float32: a core's L1 or L2
+// holds the row between its reads) may be broadcast inside its consumer's kernel; not one over
+// fewer than a few vectors (a max pool's 2x2 windows: recomputed per pixel in the backward pass,
+// the MNIST step's kernels took ~10 ms longer).
+constexpr int64_t kMaxBroadcastReduceRow = int64_t{1} << 14, kMinBroadcastReduceRow = 32;
 
 // The node whose value a movement chain reads.
 const UOp* base_of(const UOp* u) {
@@ -38,9 +45,30 @@ bool expands_an_axis(const UOp* u) {
   return false;
 }
 
+// How many elements a REDUCE combines into each output, when it reduces its input's last axis
+// (rows, as a softmax's); else 0. Others (a BatchNorm's sum of per-chunk partials over the
+// batch, broadcast over N, H and W) change whole schedules around them when kept in their
+// consumers' kernels: the MNIST step ran ~15 ms slower.
+int64_t reduced_row_elements(const UOp* reduce) {
+  const Shape& in = reduce->src[0]->shape_or_throw();
+  const std::vector<int64_t>& axes = reduce->arg_as<ReduceArg>().axes;
+  if (in.empty() || std::find(axes.begin(), axes.end(), static_cast<int64_t>(in.size()) - 1) == axes.end()) return 0;
+  int64_t n = 1;
+  for (int64_t axis : axes) n *= in[axis];
+  return n;
+}
+
+// Where a range sits in a kernel's loop nest: output loops outside reduction loops, each kind
+// nested in order of creation (the order of the axes).
+std::pair<bool, int64_t> nest_rank(const UOp* r) {
+  const RangeArg& a = r->arg_as<RangeArg>();
+  return {a.type == AxisType::REDUCE, a.id};
+}
+
 class Rangeify {
  public:
-  explicit Rangeify(const std::vector<UOpRef>& roots) {
+  // `stored`: reductions broadcast again that must be stored (rejected by an earlier attempt).
+  Rangeify(const std::vector<UOpRef>& roots, const std::unordered_set<const UOp*>& stored) : stored_(stored) {
     std::vector<UOpRef> srcs;
     for (const UOpRef& r : roots)
       if (!is_buffer_view(r.get())) srcs.push_back(r);
@@ -50,14 +78,20 @@ class Rangeify {
     for (const UOpRef& r : srcs) realized_.insert(r.get());
   }
 
-  Plan run() {
+  // The plan, or nullopt with rejected() grown when a broadcast reduction cannot stay in its
+  // consumers' kernel: the nodes above it were planned as if it did (has_reduce), so the plan is
+  // made again with it stored.
+  std::optional<Plan> run() {
     seed_realizations();
     propagate_ranges();
+    if (!rejected_.empty()) return std::nullopt;
     for (const UOp* u : topo_)
       if (realized_.count(u)) plan_.realized.push_back(u);
     plan_.keep_alive = sink_;
     return std::move(plan_);
   }
+
+  const std::unordered_set<const UOp*>& rejected() const { return rejected_; }
 
  private:
   // Realizations that follow from the graph's structure alone, found sources-first.
@@ -71,16 +105,35 @@ class Rangeify {
         realized_.insert(u);
         if (!is_buffer_view(u->src[0].get())) realized_.insert(u->src[0].get());
       }
+      bool broadcast_in_kernel = false;
       if (expands_an_axis(u) && has_reduce[u->src[0].get()]) {
-        // A reduction broadcast again would be recomputed for every broadcast element: store it.
-        realized_.insert(base_of(u->src[0].get()));
+        // A reduction broadcast again is stored, unless its rows are short: then its consumer's
+        // kernel computes it once per row, before the loops along the row (a softmax's max and sum
+        // over rows in L1), if the loops it varies with are outermost there (check_broadcasts).
+        const UOp* base = base_of(u->src[0].get());
+        const int64_t rows = reduce_rows_[u->src[0].get()];
+        if (rows > kMaxBroadcastReduceRow || rows < kMinBroadcastReduceRow || stored_.count(base)) {
+          realized_.insert(base);
+        } else {
+          broadcast_.insert(base);
+          broadcast_in_kernel = true;
+        }
       }
       // A reduction over the result of another (a max pool of a convolution) would nest the inner
       // loop nest in the outer one, which vectorizes neither: the inner result is stored.
       if (u->op == Ops::REDUCE && has_reduce[u->src[0].get()]) realized_.insert(base_of(u->src[0].get()));
+      // A broadcast that stays in the kernel ends its reduction's nest: the value is fixed along
+      // the broadcast axes, and whatever reduces over them runs after it, not around it.
       bool reduce = u->op == Ops::REDUCE;
-      for (const UOpRef& s : u->src) reduce |= has_reduce[s.get()] && !realized_.count(base_of(s.get()));
-      has_reduce[u] = reduce;
+      int64_t rows = 0;
+      for (const UOpRef& s : u->src)
+        if (!realized_.count(base_of(s.get()))) {
+          reduce |= has_reduce[s.get()];
+          rows = std::max(rows, reduce_rows_[s.get()]);
+        }
+      if (u->op == Ops::REDUCE) rows = reduced_row_elements(u);
+      has_reduce[u] = reduce && !broadcast_in_kernel;
+      reduce_rows_[u] = has_reduce[u] ? rows : 0;
       int size = 1;
       for (const UOpRef& s : u->src)
         if (!realized_.count(base_of(s.get()))) size += op_count_[s.get()];
@@ -112,6 +165,7 @@ class Rangeify {
         realized_.insert(u);
       if (!realized_.count(u) && alu_count_[u] >= kMinOpsToStoreReused && recompute_factor(u) >= kMaxRecomputeFactor)
         realized_.insert(u);
+      if (!realized_.count(u) && broadcast_.count(u) && !runs_once_per_value(u)) rejected_.insert(u);
       std::vector<Access> outs;
       if (realized_.count(u)) {
         Access own{{}, true_const()};
@@ -127,6 +181,35 @@ class Rangeify {
       if (u->op == Ops::COPY) continue;  // not computed by a kernel: its source is read as a whole buffer
       for (const Access& a : outs) push_to_sources(u, a);
     }
+  }
+
+  // Whether a reduction broadcast in its consumers' kernels is computed once per value there: it is
+  // read at one element per iteration of output loops only, and the loops around its reads that it
+  // does not vary with all nest inside the ones it varies with. (A
+  // row's max, varying with the row loop, is computed before the loop along the row; a column's
+  // max read inside the row loop would be recomputed for every row.)
+  bool runs_once_per_value(const UOp* u) {
+    std::unordered_set<const UOp*> varies;
+    for (const Access& a : accesses_[u]) {
+      if (!is_always_valid(a)) return false;
+      for (const UOpRef& i : a.idx) {
+        // each element read by one iteration: a max pool's window max read at (y/2, x/2) would be
+        // recomputed for each of the window's pixels
+        if (i->op != Ops::RANGE && i->op != Ops::CONST) return false;
+        if (i->op == Ops::RANGE) varies.insert(i.get());
+      }
+    }
+    // one varying with another reduction's loop would nest its loop in that one's; one varying
+    // with no loop (a loss's mean over the batch) is one value, as cheap to store
+    if (varies.empty()) return false;
+    for (const UOp* r : varies)
+      if (nest_rank(r).first) return false;
+    for (const auto& [kernel, ranges] : scope_[u])
+      for (const UOp* outside : ranges)
+        if (!varies.count(outside))
+          for (const UOp* r : varies)
+            if (nest_rank(outside) < nest_rank(r)) return false;
+    return true;
   }
 
   // How many times over the loops around u's reads would compute each of its elements (in the
@@ -177,8 +260,15 @@ class Rangeify {
 
   UOpRef sink_;
   std::vector<const UOp*> topo_;
+  const std::unordered_set<const UOp*>& stored_;
+  std::unordered_set<const UOp*> rejected_;
   std::unordered_set<const UOp*> realized_;
   std::unordered_map<const UOp*, bool> has_reduce_;
+  // per node with an unrealized REDUCE below: how many elements that reduction combines per output
+  // (reduced_row_elements)
+  std::unordered_map<const UOp*, int64_t> reduce_rows_;
+  // reductions (or nodes over them) broadcast inside their consumers' kernels, if runs_once_per_value
+  std::unordered_set<const UOp*> broadcast_;
   std::unordered_map<const UOp*, int> op_count_;
   std::unordered_map<const UOp*, int> alu_count_;  // arithmetic ops among them
   std::unordered_map<const UOp*, std::vector<Access>> accesses_;
@@ -209,6 +299,13 @@ AccessKey key_of(const Access& a) {
   return k;
 }
 
-Plan plan_kernels(const std::vector<UOpRef>& roots) { return Rangeify(roots).run(); }
+Plan plan_kernels(const std::vector<UOpRef>& roots) {
+  std::unordered_set<const UOp*> stored;
+  while (true) {
+    Rangeify attempt(roots, stored);
+    if (std::optional<Plan> plan = attempt.run()) return std::move(*plan);
+    stored.insert(attempt.rejected().begin(), attempt.rejected().end());
+  }
+}
 
 }  // namespace kiln::schedule
