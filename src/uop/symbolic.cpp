@@ -1,484 +1,34 @@
-// Symbolic simplification (see kiln/ir/symbolic.h).
+// Symbolic simplification (see kiln/ir/symbolic.h): the rewrite rules and the two PatternMatchers.
 //
-// Layout of this file:
-//   1. constant evaluation (exec_alu): C semantics per dtype
-//   2. facts about nodes: trusted value ranges, a deterministic structural order
-//   3. Linear: integer sums Σ coef·term + const, the normal form of index arithmetic
-//   4. rewrite functions for the bigger rules (sums, div/mod, comparisons)
-//   5. the two PatternMatchers
+// Layout:
+//   const_eval.h/.cpp  constant evaluation (exec_alu): C semantics per dtype
+//   linear.h/.cpp      facts about nodes (trusted value ranges, a deterministic structural order)
+//                      and Linear: integer sums Σ coef·term + const, the normal form of index arithmetic
+//   this file          1. rewrite functions for the bigger rules (sums, div/mod, comparisons)
+//                      2. the two PatternMatchers
 //
 // Integer identities that only reorder + and * (combining terms, distributing constants) hold
 // modulo 2^width, so they are valid even when the arithmetic wraps. Everything that reasons with
 // value ranges (div/mod folding, comparisons, min==max) first checks that the ranges are facts:
-// see range_trusted.
+// see range_trusted (linear.h).
 #include "kiln/ir/symbolic.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <limits>
 #include <numeric>
 #include <optional>
-#include <span>
-#include <tuple>
-#include <unordered_map>
-#include <unordered_set>
+#include <vector>
 
 #include "kiln/error.h"
+#include "uop/linear.h"
 
 namespace kiln {
+namespace sym {
 namespace {
 
 // =============================================================================================
-// 1. Constant evaluation
-
-bool is_intlike(DType d) { return !d.ptr && (d.is_int() || d.is_bool()); }
-bool is_int(DType d) { return !d.ptr && d.is_int(); }
-// Integer dtypes whose every value is its own int64: the index math below works on these.
-bool is_index_int(DType d) { return is_int(d) && d.scalar != ScalarType::UInt64; }
-
-int arity(Ops op) {
-  if (group::Unary.has(op)) return 1;
-  if (group::Binary.has(op)) return 2;
-  if (group::Ternary.has(op)) return 3;
-  return 0;
-}
-
-// Integer and bool CONSTs keep their C value in an int64 arg (as UOp::const_ does): signed types
-// sign-extended, narrower unsigned zero-extended, uint64 as its bit pattern, bool as 0/1.
-// wrap() is a C conversion of a 64-bit pattern to that form.
-int64_t wrap(DType d, uint64_t bits) {
-  switch (d.scalar) {
-    case ScalarType::Bool: return bits != 0;
-    case ScalarType::Int8: return static_cast<int8_t>(bits);
-    case ScalarType::Int16: return static_cast<int16_t>(bits);
-    case ScalarType::Int32: return static_cast<int32_t>(bits);
-    case ScalarType::UInt8: return static_cast<uint8_t>(bits);
-    case ScalarType::UInt16: return static_cast<uint16_t>(bits);
-    case ScalarType::UInt32: return static_cast<uint32_t>(bits);
-    case ScalarType::Int64: case ScalarType::UInt64: return static_cast<int64_t>(bits);
-    default: throw_error("exec_alu: ", d.name(), " is not an integer dtype");
-  }
-}
-int64_t wrap(DType d, int64_t v) { return wrap(d, static_cast<uint64_t>(v)); }
-bool representable(DType d, int64_t v) { return wrap(d, v) == v; }
-
-double int_to_double(DType d, int64_t v) {
-  return d.scalar == ScalarType::UInt64 ? static_cast<double>(static_cast<uint64_t>(v)) : static_cast<double>(v);
-}
-
-// C conversion of a floating value to an integer dtype: truncation toward zero; bool is `v != 0`.
-// Values out of the dtype's range (undefined in C) wrap modulo 2^64 and then to the width;
-// NaN and infinities have no integer value and throw.
-int64_t int_from_double(DType d, double v) {
-  if (d.is_bool()) return v != 0;
-  if (!std::isfinite(v)) throw_error("exec_alu: ", v, " has no ", d.name(), " value");
-  const double two63 = 9223372036854775808.0, two64 = 18446744073709551616.0;
-  double t = std::trunc(v);
-  if (t >= -two63 && t < two63) return wrap(d, static_cast<int64_t>(t));
-  double m = std::fmod(t, two64);  // exact; |t| >= 2^63 is a multiple of 2^11, so m + 2^64 is too
-  if (m < 0) m += two64;
-  return wrap(d, static_cast<uint64_t>(m));
-}
-
-// Rounds to a binary float with `mant` stored mantissa bits and normal exponents [emin, emax]:
-// round to nearest even, subnormals, overflow to infinity.
-double round_binary(double v, int mant, int emin, int emax) {
-  if (!std::isfinite(v) || v == 0) return v;
-  int e;
-  std::frexp(v, &e);  // |v| in [2^(e-1), 2^e)
-  double quantum = std::ldexp(1.0, std::max(e - 1, emin) - mant);
-  double r = std::nearbyint(v / quantum) * quantum;
-  double max_finite = std::ldexp(2.0 - std::ldexp(1.0, -mant), emax);
-  return std::fabs(r) > max_finite ? std::copysign(std::numeric_limits<double>::infinity(), v) : r;
-}
-
-double round_float(DType d, double v) {
-  switch (d.scalar) {
-    case ScalarType::Float16: return round_binary(v, 10, -14, 15);
-    case ScalarType::BFloat16: return round_binary(v, 7, -126, 127);
-    case ScalarType::Float32: return round_binary(v, 23, -126, 127);
-    case ScalarType::Float64: return v;
-    default: throw_error("exec_alu: ", d.name(), " is not a float dtype");
-  }
-}
-
-[[noreturn]] void cannot_fold(Ops op, DType d) { throw_error("exec_alu: cannot fold ", op_name(op), " on ", d.name()); }
-
-// Integer/bool ALU on canonical values of dtype `d` (for comparisons the operands' dtype, result
-// 0/1; for WHERE the result dtype, operand 0 is the condition). Arithmetic is done on 64-bit
-// patterns and wrapped to the width, which is what C computes (narrow types promote to int and are
-// converted back; bool results are `!= 0`).
-int64_t exec_int(Ops op, DType d, std::span<const int64_t> v) {
-  const bool uns = d.is_unsigned() || d.is_bool();
-  auto U = [](int64_t x) { return static_cast<uint64_t>(x); };
-  auto out = [&](uint64_t bits) { return wrap(d, bits); };
-  auto less = [&](int64_t a, int64_t b) { return uns ? U(a) < U(b) : a < b; };
-  switch (op) {
-    case Ops::TRUNC: return v[0];
-    case Ops::NEG: return out(0 - U(v[0]));
-    case Ops::ADD: return out(U(v[0]) + U(v[1]));
-    case Ops::SUB: return out(U(v[0]) - U(v[1]));
-    case Ops::MUL: return out(U(v[0]) * U(v[1]));
-    case Ops::IDIV:
-    case Ops::MOD: {
-      int64_t a = v[0], b = v[1];
-      if (b == 0) throw_error("exec_alu: ", op == Ops::IDIV ? "division" : "modulo", " by zero");
-      if (uns) return out(op == Ops::IDIV ? U(a) / U(b) : U(a) % U(b));
-      if (b == -1) return op == Ops::IDIV ? out(0 - U(a)) : 0;  // INT64_MIN / -1 wraps
-      return out(U(op == Ops::IDIV ? a / b : a % b));
-    }
-    case Ops::MAX: return less(v[0], v[1]) ? v[1] : v[0];
-    case Ops::CMPLT: return less(v[0], v[1]);
-    case Ops::CMPNE: return v[0] != v[1];
-    case Ops::CMPEQ: return v[0] == v[1];
-    case Ops::AND: return out(U(v[0]) & U(v[1]));
-    case Ops::OR: return out(U(v[0]) | U(v[1]));
-    case Ops::XOR: return out(U(v[0]) ^ U(v[1]));
-    case Ops::SHL:
-    case Ops::SHR: {
-      // Narrow operands are promoted to int in C, so counts up to 31 are defined for them.
-      uint64_t limit = std::max(32, d.itemsize() * 8);
-      bool bad = uns ? U(v[1]) >= limit : (v[1] < 0 || U(v[1]) >= limit);
-      if (bad) throw_error("exec_alu: shift by ", v[1], " is undefined for ", d.name());
-      int n = static_cast<int>(v[1]);
-      if (op == Ops::SHL) return out(U(v[0]) << n);
-      return uns ? out(U(v[0]) >> n) : out(U(v[0] >> n));
-    }
-    case Ops::WHERE: return v[0] != 0 ? v[1] : v[2];
-    default: cannot_fold(op, d);
-  }
-}
-
-// Float ALU: operands are rounded to `d`, computed in double, and the result rounded to `d`
-// (for float32 that is "rounded through float"; + - * / sqrt are then correctly rounded).
-// MAX is (a > b ? a : b). Comparisons return 0/1.
-double exec_float(Ops op, DType d, std::span<const double> in) {
-  double v[3] = {};
-  for (size_t i = 0; i < in.size(); i++) v[i] = (op == Ops::WHERE && i == 0) ? in[i] : round_float(d, in[i]);
-  auto r = [&](double x) { return round_float(d, x); };
-  switch (op) {
-    case Ops::NEG: return -v[0];
-    case Ops::TRUNC: return std::trunc(v[0]);
-    case Ops::EXP: return r(std::exp(v[0]));
-    case Ops::EXP2: return r(std::exp2(v[0]));
-    case Ops::LOG: return r(std::log(v[0]));
-    case Ops::LOG2: return r(std::log2(v[0]));
-    case Ops::SIN: return r(std::sin(v[0]));
-    case Ops::COS: return r(std::cos(v[0]));
-    case Ops::SQRT: return r(std::sqrt(v[0]));
-    case Ops::RECIPROCAL: return r(1.0 / v[0]);
-    case Ops::ADD: return r(v[0] + v[1]);
-    case Ops::SUB: return r(v[0] - v[1]);
-    case Ops::MUL: return r(v[0] * v[1]);
-    case Ops::FDIV: return r(v[0] / v[1]);
-    case Ops::MAX: return (v[0] > v[1] || std::isnan(v[0])) ? v[0] : v[1];  // NaN wins, as in PyTorch
-    case Ops::CMPLT: return v[0] < v[1];
-    case Ops::CMPNE: return v[0] != v[1];
-    case Ops::CMPEQ: return v[0] == v[1];
-    case Ops::WHERE: return v[0] != 0 ? v[1] : v[2];
-    default: cannot_fold(op, d);
-  }
-}
-
-// =============================================================================================
-// 2. Facts about nodes
-
-bool is_iconst(const UOp* u) { return u->op == Ops::CONST && std::holds_alternative<int64_t>(u->arg); }
-int64_t ival(const UOp* u) { return std::get<int64_t>(u->arg); }
-UOpRef iconst(DType d, int64_t v) { return UOp::make(Ops::CONST, d, {}, wrap(d, v)); }
-// A CONST divisor/factor > 0 of an index dtype, else 0.
-int64_t pos_const(const UOpRef& u) { return is_iconst(u.get()) && ival(u.get()) > 0 ? ival(u.get()) : 0; }
-
-// The bounds used to check for overflow (64-bit types keep a margin: doubles are inexact there).
-double lo_bound(DType d) { return d.itemsize() == 8 && !d.is_unsigned() ? -4.6e18 : d.min_value(); }
-double hi_bound(DType d) { return d.itemsize() == 8 ? 4.6e18 : d.max_value(); }
-
-struct Interval {
-  double lo, hi;
-  bool within(DType d) const { return lo >= lo_bound(d) && hi <= hi_bound(d); }
-};
-Interval range_of(const UOp* u) { return {u->vmin(), u->vmax()}; }
-
-// compute_range clamps a result to its dtype instead of modelling wraparound (e.g. uint8 x-1 with x
-// in [0,1] gets [0,0], but x=0 gives 255), and a wrong range spreads to every user. So a node's
-// vmin/vmax are only used as facts after checking that no integer node they were computed from can
-// leave its dtype. Checks the node and, through the sources compute_range reads, everything below.
-// Nodes whose range is the whole dtype (LOAD, SHL, ...) are facts without looking further.
-bool range_trusted(const UOp* root) {
-  std::vector<const UOp*> stack{root};
-  std::unordered_set<const UOp*> seen{root};
-  auto visit = [&](const UOp* s) {
-    if (is_intlike(s->dtype) && seen.insert(s).second) stack.push_back(s);
-  };
-  while (!stack.empty()) {
-    const UOp* u = stack.back();
-    stack.pop_back();
-    auto src = [&](size_t i) { return u->src.at(i).get(); };
-    std::optional<Interval> raw;  // the unclamped range, for ops whose range can overflow
-    switch (u->op) {
-      case Ops::ADD: raw = Interval{src(0)->vmin() + src(1)->vmin(), src(0)->vmax() + src(1)->vmax()}; break;
-      case Ops::SUB: raw = Interval{src(0)->vmin() - src(1)->vmax(), src(0)->vmax() - src(1)->vmin()}; break;
-      case Ops::NEG: raw = Interval{-src(0)->vmax(), -src(0)->vmin()}; break;
-      case Ops::MUL:
-      case Ops::IDIV: {
-        const UOp *a = src(0), *b = src(1);
-        if (u->op == Ops::IDIV && !(b->vmin() > 0 || b->vmax() < 0)) continue;  // whole dtype
-        double c[4] = {a->vmin() * b->vmin(), a->vmin() * b->vmax(), a->vmax() * b->vmin(), a->vmax() * b->vmax()};
-        if (u->op == Ops::IDIV)
-          c[0] = std::trunc(a->vmin() / b->vmin()), c[1] = std::trunc(a->vmin() / b->vmax()),
-          c[2] = std::trunc(a->vmax() / b->vmin()), c[3] = std::trunc(a->vmax() / b->vmax());
-        if (std::any_of(c, c + 4, [](double x) { return std::isnan(x); })) continue;  // whole dtype
-        raw = Interval{*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
-        break;
-      }
-      case Ops::CAST: {
-        const UOp* s = src(0);
-        if (!is_intlike(s->dtype)) continue;  // from float: whole dtype
-        if (u->dtype.is_bool()) {  // clamped to [max(0,lo), min(1,hi)]: right only if lo is 0 or 1
-          if (s->vmin() < 0 || s->vmin() > 1) return false;
-        } else {
-          raw = range_of(s);
-        }
-        break;
-      }
-      case Ops::MOD: case Ops::MAX: case Ops::CMPLT: case Ops::AND: case Ops::WHERE:
-      case Ops::RANGE: case Ops::SPECIAL:
-        break;  // within the dtype whenever the sources' ranges are right
-      default: continue;  // CONST, or a node whose range is the whole dtype
-    }
-    if (raw && !raw->within(u->dtype)) return false;
-    if (u->vmin() > u->vmax()) return false;
-    size_t first = u->op == Ops::WHERE ? 1 : 0;
-    size_t last = (u->op == Ops::RANGE || u->op == Ops::SPECIAL) ? 1 : u->src.size();
-    for (size_t i = first; i < std::min(last, u->src.size()); i++) visit(src(i));
-  }
-  return true;
-}
-bool trusted(const UOpRef& u) { return range_trusted(u.get()); }
-bool trusted_value(const UOpRef& u) { return is_intlike(u->dtype) && range_trusted(u.get()); }
-
-// A total order on nodes by structure (op, dtype, arg, sources), independent of addresses, so sums
-// are rebuilt the same way in every run. Hash-consing makes distinct nodes structurally distinct, so
-// the first differing source pair decides and the walk is a single path down the graph.
-template <class T>
-int three_way(const T& a, const T& b) {
-  return a < b ? -1 : b < a ? 1 : 0;
-}
-int cmp_arg(const Arg& a, const Arg& b) {
-  if (a.index() != b.index()) return a.index() < b.index() ? -1 : 1;
-  return std::visit(
-      [&](const auto& x) -> int {
-        using T = std::decay_t<decltype(x)>;
-        const T& y = std::get<T>(b);
-        if constexpr (std::is_same_v<T, std::monostate>) return 0;
-        else if constexpr (std::is_same_v<T, ConstFloat>)
-          return x.v < y.v ? -1 : y.v < x.v ? 1 : three_way(std::bit_cast<uint64_t>(x.v), std::bit_cast<uint64_t>(y.v));
-        else if constexpr (std::is_same_v<T, ReduceArg>) return three_way(std::tie(x.op, x.axes), std::tie(y.op, y.axes));
-        else if constexpr (std::is_same_v<T, RangeArg>) return three_way(std::tie(x.id, x.type), std::tie(y.id, y.type));
-        else if constexpr (std::is_same_v<T, BufferArg>)
-          return three_way(std::tie(x.id, x.size, x.device), std::tie(y.id, y.size, y.device));
-        else return three_way(x, y);
-      },
-      a);
-}
-int cmp_node(const UOp* a, const UOp* b) {
-  while (a != b) {
-    if (a->op != b->op) return a->op < b->op ? -1 : 1;
-    auto dt = [](DType d) { return std::tuple(d.scalar, d.count, d.ptr); };
-    if (int c = three_way(dt(a->dtype), dt(b->dtype))) return c;
-    if (int c = cmp_arg(a->arg, b->arg)) return c;
-    if (a->src.size() != b->src.size()) return a->src.size() < b->src.size() ? -1 : 1;
-    size_t i = 0;
-    while (i < a->src.size() && a->src[i] == b->src[i]) i++;
-    if (i == a->src.size()) return 0;  // same structure (only while one of them is being freed)
-    a = a->src[i].get();
-    b = b->src[i].get();
-  }
-  return 0;
-}
-
-size_t node_count(const UOpRef& u) { return u->toposort().size(); }
-
-// Integer helpers for c > 0.
-int64_t floordiv(int64_t a, int64_t c) { return a / c - (a % c != 0 && a < 0); }
-int64_t floormod(int64_t a, int64_t c) { return a - floordiv(a, c) * c; }
-int64_t ceildiv(int64_t a, int64_t c) { return -floordiv(-a, c); }
-// Truncating (C) division and modulo for any nonzero c.
-int64_t cdiv(int64_t a, int64_t c) { return a / c; }
-int64_t cmod(int64_t a, int64_t c) { return a % c; }
-std::optional<int64_t> checked_mul(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
-  return r;
-}
-
-UOpRef mk(Ops op, const UOpRef& a, const UOpRef& b) { return a->alu(op, {b}); }
-UOpRef mk_not(const UOpRef& b) { return mk(Ops::CMPNE, b, UOp::const_(b->dtype, 1)); }
-
-// =============================================================================================
-// 3. Linear: Σ coef·term + constant over one integer dtype, coefficients wrapped to that dtype.
-// Terms are the non-linear leaves (ranges, div/mod, products of variables, ...), combined by node
-// identity. build() is the canonical form: terms sorted by cmp_node, left-nested, constant last.
-
-class Linear {
- public:
-  struct Term {
-    UOpRef node;
-    int64_t coef;
-  };
-  explicit Linear(DType d) : d_(d) {}
-  static Linear of(const UOpRef& u) {
-    Linear l(u->dtype);
-    l.add(u, 1);
-    return l;
-  }
-
-  // this += k·u, looking through ADD, SUB, NEG and multiplication by a constant.
-  void add(const UOpRef& root, int64_t k) {
-    std::vector<std::pair<const UOpRef*, int64_t>> stack{{&root, k}};
-    while (!stack.empty()) {
-      auto [p, c] = stack.back();
-      stack.pop_back();
-      const UOpRef& u = *p;
-      if (c == 0) continue;
-      bool same = u->dtype == d_;
-      if (u->op == Ops::CONST && same && is_iconst(u.get())) {
-        constant_ = mul_add(constant_, ival(u.get()), c);
-      } else if (same && u->op == Ops::ADD) {
-        stack.push_back({&u->src[1], c});
-        stack.push_back({&u->src[0], c});
-      } else if (same && u->op == Ops::SUB) {
-        stack.push_back({&u->src[1], neg(c)});
-        stack.push_back({&u->src[0], c});
-      } else if (same && u->op == Ops::NEG) {
-        stack.push_back({&u->src[0], neg(c)});
-      } else if (same && u->op == Ops::MUL && (is_iconst(u->src[0].get()) || is_iconst(u->src[1].get()))) {
-        bool c1 = is_iconst(u->src[1].get());
-        stack.push_back({&u->src[c1 ? 0 : 1], mul(c, ival(u->src[c1 ? 1 : 0].get()))});
-      } else if (u->vmin() == u->vmax() && same && trusted_value(u)) {
-        constant_ = mul_add(constant_, int_from_double(d_, u->vmin()), c);  // e.g. a size-1 RANGE
-      } else {
-        add_term(u, c);
-      }
-    }
-  }
-  void add_const(int64_t k) { constant_ = wrap(d_, static_cast<uint64_t>(constant_) + static_cast<uint64_t>(k)); }
-  void remove(const UOpRef& term) {
-    if (auto it = index_.find(term.get()); it != index_.end()) terms_[it->second].coef = 0;
-  }
-
-  DType dtype() const { return d_; }
-  int64_t constant() const { return constant_; }
-  // Nonzero terms in canonical order.
-  std::vector<Term> terms() const {
-    std::vector<Term> t;
-    for (const Term& x : terms_)
-      if (x.coef != 0) t.push_back(x);
-    std::sort(t.begin(), t.end(), [](const Term& a, const Term& b) { return cmp_node(a.node.get(), b.node.get()) < 0; });
-    return t;
-  }
-  // Range of the exact (unwrapped) sum, from the terms' ranges.
-  Interval range() const {
-    Interval r{value(constant_), value(constant_)};
-    for (const Term& t : terms_) {
-      if (t.coef == 0) continue;
-      double c = value(t.coef), a = c * t.node->vmin(), b = c * t.node->vmax();
-      r.lo += std::min(a, b);
-      r.hi += std::max(a, b);
-    }
-    return r;
-  }
-  UOpRef build() const {
-    UOpRef acc;
-    for (const Term& t : terms()) {
-      UOpRef x = t.coef == 1 ? t.node : mk(Ops::MUL, t.node, iconst(d_, t.coef));
-      acc = acc ? mk(Ops::ADD, acc, x) : x;
-    }
-    if (!acc) return iconst(d_, constant_);
-    return constant_ == 0 ? acc : mk(Ops::ADD, acc, iconst(d_, constant_));
-  }
-
- private:
-  double value(int64_t v) const { return int_to_double(d_, v); }
-  int64_t neg(int64_t a) const { return wrap(d_, 0 - static_cast<uint64_t>(a)); }
-  int64_t mul(int64_t a, int64_t b) const { return wrap(d_, static_cast<uint64_t>(a) * static_cast<uint64_t>(b)); }
-  int64_t mul_add(int64_t acc, int64_t a, int64_t b) const {
-    return wrap(d_, static_cast<uint64_t>(acc) + static_cast<uint64_t>(mul(a, b)));
-  }
-  void add_term(const UOpRef& u, int64_t c) {
-    auto [it, fresh] = index_.try_emplace(u.get(), terms_.size());
-    if (fresh) terms_.push_back({u, 0});
-    terms_[it->second].coef = mul_add(terms_[it->second].coef, c, 1);
-  }
-
-  DType d_;
-  std::vector<Term> terms_;
-  std::unordered_map<const UOp*, size_t> index_;
-  int64_t constant_ = 0;
-};
-
-// u as an exact integer sum: u's ranges are facts and Σ coef·term + const stays within the dtype, so
-// it equals u without wraparound and the terms' ranges bound it.
-std::optional<Linear> exact_linear(const UOpRef& u) {
-  if (!is_index_int(u->dtype) || !trusted(u)) return std::nullopt;
-  Linear l = Linear::of(u);
-  if (!l.range().within(u->dtype)) return std::nullopt;
-  return l;
-}
-
-// A digit of a mixed-radix number: (z // a) % n, with n == 0 meaning no modulo.
-struct Digit {
-  UOpRef z;
-  int64_t a, n;
-};
-Digit as_digit(const UOpRef& t) {
-  if (t->op == Ops::MOD && pos_const(t->src[1])) {
-    const UOpRef& in = t->src[0];
-    if (in->op == Ops::IDIV && pos_const(in->src[1])) return {in->src[0], pos_const(in->src[1]), pos_const(t->src[1])};
-    return {in, 1, pos_const(t->src[1])};
-  }
-  if (t->op == Ops::IDIV && pos_const(t->src[1])) return {t->src[0], pos_const(t->src[1]), 0};
-  return {t, 1, 0};
-}
-UOpRef digit_node(const Digit& d) {
-  UOpRef u = d.z;
-  if (d.a > 1) u = mk(Ops::IDIV, u, iconst(u->dtype, d.a));
-  if (d.n > 0) u = mk(Ops::MOD, u, iconst(u->dtype, d.n));
-  return u;
-}
-
-// Joins two adjacent digits of the same number: k·((z//a)%n1) + k·n1·((z//(a·n1))%n2) = k·((z//a)%(n1·n2))
-// (n2 absent: k·(z//a)). This is (x//c)*c + x%c -> x in general form. C's truncating division keeps
-// x == (x/c)*c + x%c and (x/a)/b == x/(a*b) for every sign, so no range condition is needed.
-bool merge_digit_pair(Linear& l) {
-  std::vector<Linear::Term> ts = l.terms();
-  std::vector<Digit> ds;
-  for (const auto& t : ts) ds.push_back(as_digit(t.node));
-  for (size_t i = 0; i < ts.size(); i++) {
-    if (ds[i].n == 0) continue;
-    for (size_t j = 0; j < ts.size(); j++) {
-      if (i == j || ds[i].z != ds[j].z) continue;
-      auto a_next = checked_mul(ds[i].a, ds[i].n);
-      if (!a_next || *a_next != ds[j].a) continue;
-      if (ts[j].coef != wrap(l.dtype(), static_cast<uint64_t>(ts[i].coef) * static_cast<uint64_t>(ds[i].n))) continue;
-      int64_t n = 0;
-      if (ds[j].n) {
-        auto nn = checked_mul(ds[i].n, ds[j].n);
-        if (!nn || !representable(l.dtype(), *nn)) continue;
-        n = *nn;
-      }
-      l.remove(ts[i].node);
-      l.remove(ts[j].node);
-      l.add(digit_node({ds[i].z, ds[i].a, n}), ts[i].coef);
-      return true;
-    }
-  }
-  return false;
-}
-
-// =============================================================================================
-// 4. Rewrite functions
+// 1. Rewrite functions
 
 // ---- constant folding ----
 
@@ -939,7 +489,7 @@ UOpRef negate_lt(const UOpRef& lt) {
 }
 
 // =============================================================================================
-// 5. Pattern matchers
+// 2. Pattern matchers
 
 using Rule = PatternMatcher::Rule;
 using Fn = UOpRef (*)(const UOpRef&);
@@ -1080,31 +630,17 @@ PatternMatcher make_symbolic_index() {
 }
 
 }  // namespace
+}  // namespace sym
 
 // =============================================================================================
 
-double exec_alu(Ops op, DType dtype, const std::vector<double>& operands) {
-  if (arity(op) == 0) throw_error("exec_alu: ", op_name(op), " is not an ALU op");
-  if (static_cast<int>(operands.size()) != arity(op))
-    throw_error("exec_alu: ", op_name(op), " takes ", arity(op), " operands, got ", operands.size());
-  DType d = dtype.base();
-  if (d.ptr) throw_error("exec_alu: cannot fold on pointer dtype ", dtype.name());
-  if (d.is_float()) return exec_float(op, d, operands);
-  if (!is_intlike(d)) cannot_fold(op, dtype);
-  std::vector<int64_t> v;
-  for (size_t i = 0; i < operands.size(); i++)
-    v.push_back(op == Ops::WHERE && i == 0 ? operands[i] != 0 : int_from_double(d, operands[i]));
-  int64_t r = exec_int(op, d, v);
-  return group::Comparison.has(op) ? static_cast<double>(r) : int_to_double(d, r);
-}
-
 const PatternMatcher& symbolic_simple() {
-  static const PatternMatcher pm = make_symbolic_simple();
+  static const PatternMatcher pm = sym::make_symbolic_simple();
   return pm;
 }
 
 const PatternMatcher& symbolic() {
-  static const PatternMatcher pm = symbolic_simple() + make_symbolic_index();
+  static const PatternMatcher pm = symbolic_simple() + sym::make_symbolic_index();
   return pm;
 }
 
