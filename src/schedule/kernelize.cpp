@@ -213,7 +213,10 @@ Schedule build_schedule(const std::vector<UOpRef>& roots, const std::string& dev
       out.keep_alive.push_back(r);
     }
   const std::unordered_map<const UOp*, std::string> device = assign_devices(split, device_of_constants);
-  Plan plan = plan_kernels(run_roots);
+  // Only CPU kernels loop over rows (OpenCL's fused softmax ran ~100x slower, every work-item
+  // recomputing its row's reductions); other devices store such reductions as before.
+  const bool cpu_only = std::all_of(device.begin(), device.end(), [](const auto& d) { return d.second == "CPU"; });
+  Plan plan = plan_kernels(run_roots, cpu_only);
   std::unordered_map<const UOp*, UOpRef> buffers;
   for (const UOp* u : plan.realized)
     buffers[u] = UOp::make(Ops::BUFFER, u->dtype, {}, BufferArg{next_buffer_id(), prod(u->shape_or_throw()), device.at(u)});

@@ -24,7 +24,9 @@ struct Plan {
   std::vector<Access> keep_accesses;                   // and the index expressions of the keys
 };
 
-Plan plan_kernels(const std::vector<UOpRef>& roots);
+// `rows_in_kernel`: reductions over short rows broadcast back may stay in their consumer's kernel
+// (on devices whose kernels loop over rows; a work-item per output would recompute them).
+Plan plan_kernels(const std::vector<UOpRef>& roots, bool rows_in_kernel);
 
 // The realized nodes grouped into kernels, in the order the kernels run: mostly one node each;
 // same-shaped elementwise nodes reading each other as is share one (multi_output.cpp).

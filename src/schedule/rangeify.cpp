@@ -68,7 +68,8 @@ std::pair<bool, int64_t> nest_rank(const UOp* r) {
 class Rangeify {
  public:
   // `stored`: reductions broadcast again that must be stored (rejected by an earlier attempt).
-  Rangeify(const std::vector<UOpRef>& roots, const std::unordered_set<const UOp*>& stored) : stored_(stored) {
+  Rangeify(const std::vector<UOpRef>& roots, const std::unordered_set<const UOp*>& stored, bool rows_in_kernel)
+      : stored_(stored), rows_in_kernel_(rows_in_kernel) {
     std::vector<UOpRef> srcs;
     for (const UOpRef& r : roots)
       if (!is_buffer_view(r.get())) srcs.push_back(r);
@@ -112,7 +113,7 @@ class Rangeify {
         // over rows in L1), if the loops it varies with are outermost there (check_broadcasts).
         const UOp* base = base_of(u->src[0].get());
         const int64_t rows = reduce_rows_[u->src[0].get()];
-        if (rows > kMaxBroadcastReduceRow || rows < kMinBroadcastReduceRow || stored_.count(base)) {
+        if (!rows_in_kernel_ || rows > kMaxBroadcastReduceRow || rows < kMinBroadcastReduceRow || stored_.count(base)) {
           realized_.insert(base);
         } else {
           broadcast_.insert(base);
@@ -261,6 +262,7 @@ class Rangeify {
   UOpRef sink_;
   std::vector<const UOp*> topo_;
   const std::unordered_set<const UOp*>& stored_;
+  const bool rows_in_kernel_;
   std::unordered_set<const UOp*> rejected_;
   std::unordered_set<const UOp*> realized_;
   std::unordered_map<const UOp*, bool> has_reduce_;
@@ -299,10 +301,10 @@ AccessKey key_of(const Access& a) {
   return k;
 }
 
-Plan plan_kernels(const std::vector<UOpRef>& roots) {
+Plan plan_kernels(const std::vector<UOpRef>& roots, bool rows_in_kernel) {
   std::unordered_set<const UOp*> stored;
   while (true) {
-    Rangeify attempt(roots, stored);
+    Rangeify attempt(roots, stored, rows_in_kernel);
     if (std::optional<Plan> plan = attempt.run()) return std::move(*plan);
     stored.insert(attempt.rejected().begin(), attempt.rejected().end());
   }
