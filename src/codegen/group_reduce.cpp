@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "codegen/codegen.h"
+#include "codegen/opt.h"
 #include "kiln/ir/pattern_matcher.h"
 
 namespace kiln::codegen {
@@ -37,7 +38,7 @@ UOpRef lower_group_reduces(const UOpRef& sink) {
 
   std::vector<const UOp*> reduces;
   for (const UOp* u : sink->toposort())
-    if (u->op == Ops::REDUCE && std::find(u->src.begin() + 1, u->src.end(), g) != u->src.end()) reduces.push_back(u);
+    if (reduces_over(u, g.get())) reduces.push_back(u);
   std::vector<UOpRef> partials, buffers;
   for (const UOp* red : reduces) {
     std::vector<UOpRef> others{red->src[0]};

@@ -235,7 +235,7 @@ const UOp* reduce_vector_axis(const UOpRef& ast, const UOp* only = nullptr) {
   const auto ranges = ranges_of(ast);
   for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) {
     if (axis_type(*it) != AxisType::REDUCE) continue;
-    if (only && std::find(only->src.begin() + 1, only->src.end(), (*it)->ref()) == only->src.end()) continue;
+    if (only && !reduces_over(only, *it)) continue;
     bool moves = false, contiguous = true;
     for (const UOp* load : loads) {
       auto c = linear_coefficient(address(load), *it);
@@ -428,11 +428,12 @@ std::vector<Opt> short_loop_upcasts(const UOpRef& ast) {
 // softmax's row max along the row): a SWAP moving that loop outside would recompute the reduction
 // in every iteration of it (OpenCL's softmax: 7.7 ms -> 825 ms).
 bool broadcasts_a_reduction(const UOpRef& ast) {
+  const auto ranges = ranges_of(ast);
   for (const UOp* u : ast->toposort()) {
     if (u->op != Ops::REDUCE) continue;
-    const auto below = u->toposort();
-    for (const UOp* r : ranges_of(ast))
-      if (axis_type(r) == AxisType::LOOP && std::find(below.begin(), below.end(), r) == below.end()) return true;
+    const auto below = ranges_below(u);
+    for (const UOp* r : ranges)
+      if (axis_type(r) == AxisType::LOOP && !below.count(r)) return true;
   }
   return false;
 }
@@ -446,12 +447,9 @@ bool broadcasts_a_reduction(const UOpRef& ast) {
 std::vector<Opt> unroll_opts(const UOpRef& ast, const UOp* unroll, int64_t unroll_amt, int64_t lanes) {
   std::vector<Opt> opts;
   std::vector<const UOp*> others;
-  std::unordered_set<const UOp*> reduced_with;  // every range some reduction varies with
-  for (const UOp* u : ast->toposort()) {
-    if (u->op != Ops::REDUCE) continue;
-    for (const UOp* r : u->toposort()) reduced_with.insert(r);
-    if (std::find(u->src.begin() + 1, u->src.end(), unroll->ref()) == u->src.end()) others.push_back(u);
-  }
+  for (const UOp* u : ast->toposort())
+    if (u->op == Ops::REDUCE && !reduces_over(u, unroll)) others.push_back(u);
+  const auto reduced_with = ranges_under_reductions(ast);
   const auto ranges = ranges_of(ast);
   for (auto it = ranges.rbegin(); it != ranges.rend() && !others.empty(); ++it) {
     if (axis_type(*it) != AxisType::LOOP || reduced_with.count(*it) || range_size(*it) % lanes != 0) continue;

@@ -46,13 +46,6 @@ std::vector<UOpRef> ends_run_before(const UOpRef& x, const std::set<const UOp*>&
   return out;
 }
 
-bool is_reduce_axis(const UOp* r) {
-  return r->arg_as<RangeArg>().type == AxisType::REDUCE || r->arg_as<RangeArg>().type == AxisType::GROUP_REDUCE;
-}
-
-// Where a range's loop opens: output loops outside reduction loops, each kind in id order.
-std::pair<bool, int64_t> nest_rank(const UOp* r) { return {is_reduce_axis(r), r->arg_as<RangeArg>().id}; }
-
 // Lowers reductions that share `ranges`, adding each one's replacement to `replace`. `loops_of_kernel`
 // are the kernel's output loops.
 void lower_group(const std::vector<const UOp*>& reduces, const std::vector<UOpRef>& ranges,
@@ -72,12 +65,12 @@ void lower_group(const std::vector<const UOp*>& reduces, const std::vector<UOpRe
     for (const UOpRef& r : live_ranges(red->src[0]))
       if (!own.count(r.get())) {
         outer.push_back(r);
-        innermost = std::max(innermost, nest_rank(r.get()));
+        innermost = std::max(innermost, r->arg_as<RangeArg>().nest_rank());
       }
     // and inside the output loops around those (a pool's divisor, varying with the pixel loops,
     // is recomputed for every batch element)
     for (const UOpRef& r : loops_of_kernel)
-      if (nest_rank(r.get()) < innermost && std::find(outer.begin(), outer.end(), r) == outer.end()) outer.push_back(r);
+      if (r->arg_as<RangeArg>().nest_rank() < innermost && std::find(outer.begin(), outer.end(), r) == outer.end()) outer.push_back(r);
     // The reductions it reads that do not depend on its loops finish first, so its loops can open
     // where it is reset.
     for (const UOpRef& end : ends_run_before(red->src[0], own)) outer.push_back(end);
@@ -126,7 +119,7 @@ UOpRef lower_reduces(const UOpRef& ast) {
   int64_t next_acc = 0;
   std::vector<UOpRef> loops;
   for (const UOp* u : ast->toposort())
-    if (u->op == Ops::RANGE && !is_reduce_axis(u)) loops.push_back(u->ref());  // a group's axis ends where the partials are written
+    if (u->op == Ops::RANGE && !u->arg_as<RangeArg>().reduces()) loops.push_back(u->ref());  // a group's axis ends where the partials are written
   // Innermost reductions first: an outer reduction's value then holds the inner one's loop.
   while (true) {
     std::unordered_map<const UOp*, bool> reduce_below;

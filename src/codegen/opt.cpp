@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -36,32 +37,42 @@ const UOp* find_range(const UOpRef& ast, int64_t id) {
 // Copies of the body: per store and reduction, the product of the UPCAST and UNROLL loops it
 // varies with (with `r` split by `amt` more), the most of any. Copies follow data: a fused
 // softmax's row max and sum are not copied along the row loop its output stores UPCAST, nor the
-// store along the loops they reduce.
+// store along the loops they reduce. (Bit i of a node's mask: it varies with copying loop i.)
 int64_t expansion(const UOpRef& ast, const UOp* r = nullptr, int64_t amt = 1) {
-  std::unordered_map<const UOp*, std::set<const UOp*>> copied_by;
+  std::vector<const UOp*> copying;
+  for (const UOp* c : ranges_of(ast))
+    if (c == r || axis_type(c) == AxisType::UPCAST || axis_type(c) == AxisType::UNROLL) copying.push_back(c);
+  // each copying loop at least doubles the copies: past 63 of them no kernel is small enough
+  if (copying.size() > 63) return std::numeric_limits<int64_t>::max();
+  const auto sizes = [&](uint64_t mask) {
+    int64_t copies = 1;
+    for (size_t i = 0; i < copying.size(); i++)
+      if (mask >> i & 1) copies *= copying[i] == r ? amt : range_size(copying[i]);
+    return copies;
+  };
+  std::unordered_map<const UOp*, uint64_t> copied_by;
   int64_t most = 1;
   for (const UOp* u : ast->toposort()) {
-    std::set<const UOp*>& mine = copied_by[u];
-    for (const UOpRef& s : u->src) mine.insert(copied_by[s.get()].begin(), copied_by[s.get()].end());
-    if (u->op == Ops::RANGE && (u == r || axis_type(u) == AxisType::UPCAST || axis_type(u) == AxisType::UNROLL))
-      mine.insert(u);
-    if (u->op != Ops::STORE && u->op != Ops::REDUCE) continue;
-    int64_t copies = 1;
-    for (const UOp* c : mine) copies *= c == r ? amt : range_size(c);
-    most = std::max(most, copies);
+    uint64_t mine = 0;
+    for (const UOpRef& s : u->src) mine |= copied_by[s.get()];
+    if (u->op == Ops::RANGE) {
+      const auto at = std::find(copying.begin(), copying.end(), u);
+      if (at != copying.end()) mine |= uint64_t{1} << (at - copying.begin());
+    }
+    if (u->op == Ops::STORE || u->op == Ops::REDUCE) most = std::max(most, sizes(mine));
     if (u->op == Ops::REDUCE)  // its value no longer varies with the loops it reduces
-      for (size_t i = 1; i < u->src.size(); i++) mine.erase(u->src[i].get());
+      for (size_t i = 1; i < u->src.size(); i++) mine &= ~copied_by[u->src[i].get()];
+    copied_by[u] = mine;
   }
   return most;
 }
 
 // Whether a reduction over r already has an unrolled loop (one vector axis per reduction).
 bool unrolled_with(const UOpRef& ast, const UOp* r) {
-  for (const UOp* u : ast->toposort()) {
-    if (u->op != Ops::REDUCE || std::find(u->src.begin() + 1, u->src.end(), r->ref()) == u->src.end()) continue;
-    for (size_t i = 1; i < u->src.size(); i++)
-      if (axis_type(u->src[i].get()) == AxisType::UNROLL) return true;
-  }
+  for (const UOp* u : ast->toposort())
+    if (reduces_over(u, r))
+      for (size_t i = 1; i < u->src.size(); i++)
+        if (axis_type(u->src[i].get()) == AxisType::UNROLL) return true;
   return false;
 }
 
@@ -75,10 +86,6 @@ int64_t local_threads(const UOpRef& ast) {
   int64_t n = 1;
   for (const UOp* r : local_axes(ast)) n *= range_size(r);
   return n;
-}
-
-bool reduces_over(const UOp* reduce, const UOp* r) {
-  return reduce->op == Ops::REDUCE && std::find(reduce->src.begin() + 1, reduce->src.end(), r->ref()) != reduce->src.end();
 }
 
 // Local memory a GROUP over `r` needs with `threads` work-items per group: a slot per work-item for
@@ -119,7 +126,7 @@ bool groupable(const UOpRef& ast, const UOp* r) {
     for (size_t i = 1; i < u->src.size(); i++) mine.erase(u->src[i].get());
     if (!reduces_over(u, r)) continue;
     for (const UOp* v : varies[u->src[0].get()])
-      if (axis_type(v) == AxisType::REDUCE && std::find(u->src.begin() + 1, u->src.end(), v->ref()) == u->src.end())
+      if (axis_type(v) == AxisType::REDUCE && !reduces_over(u, v))
         return false;
   }
   return true;
@@ -129,7 +136,7 @@ bool groupable(const UOpRef& ast, const UOp* r) {
 // cannot be summed in SIMD lanes.
 bool reductions_vectorize(const UOpRef& ast, const UOp* r) {
   for (const UOp* u : ast->toposort()) {
-    if (u->op != Ops::REDUCE || std::find(u->src.begin() + 1, u->src.end(), r->ref()) == u->src.end()) continue;
+    if (!reduces_over(u, r)) continue;
     const Ops op = u->arg_as<ReduceArg>().op;
     const bool is_float = u->dtype.scalar == ScalarType::Float32 || u->dtype.scalar == ScalarType::Float64;
     if (!is_float || u->dtype.count != 1 || (op != Ops::ADD && op != Ops::MAX)) return false;
@@ -178,6 +185,24 @@ std::vector<const UOp*> ranges_of(const UOpRef& ast) {
   for (const UOp* u : ast->toposort())
     if (u->op == Ops::RANGE) out.push_back(u);
   std::sort(out.begin(), out.end(), [](const UOp* a, const UOp* b) { return axis_id(a) < axis_id(b); });
+  return out;
+}
+
+bool reduces_over(const UOp* reduce, const UOp* r) {
+  return reduce->op == Ops::REDUCE && std::find(reduce->src.begin() + 1, reduce->src.end(), r->ref()) != reduce->src.end();
+}
+
+std::unordered_set<const UOp*> ranges_below(const UOp* u) {
+  std::unordered_set<const UOp*> out;
+  for (const UOp* r : u->toposort())
+    if (r->op == Ops::RANGE) out.insert(r);
+  return out;
+}
+
+std::unordered_set<const UOp*> ranges_under_reductions(const UOpRef& ast) {
+  std::unordered_set<const UOp*> out;
+  for (const UOp* u : ast->toposort())
+    if (u->op == Ops::REDUCE) out.merge(ranges_below(u));
   return out;
 }
 int64_t range_size(const UOp* r) { return static_cast<int64_t>(r->src[0]->const_value()); }

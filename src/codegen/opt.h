@@ -19,6 +19,7 @@
 // search (engine/beam_search.cpp) both produce such lists.
 #include <cstdint>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "kiln/ir/uop.h"
@@ -66,6 +67,12 @@ std::vector<const UOp*> ranges_of(const UOpRef& ast);
 int64_t range_size(const UOp* r);
 AxisType axis_type(const UOp* r);
 int64_t axis_id(const UOp* r);
+// Whether `reduce` is a REDUCE over the range r.
+bool reduces_over(const UOp* reduce, const UOp* r);
+// The ranges a node depends on: the loops its value varies with and, for a REDUCE, those it reduces.
+std::unordered_set<const UOp*> ranges_below(const UOp* u);
+// Every range some reduction of the kernel depends on (the others it is broadcast along).
+std::unordered_set<const UOp*> ranges_under_reductions(const UOpRef& ast);
 
 // Opts chosen by hand-written rules (heuristics.cpp): THREAD for big kernels, register tiles for
 // reductions, vector accumulators for reductions along contiguous data; on targets with

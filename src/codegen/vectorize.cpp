@@ -21,6 +21,7 @@
 #include <unordered_set>
 
 #include "codegen/codegen.h"
+#include "codegen/opt.h"
 #include "kiln/error.h"
 #include "kiln/ir/pattern_matcher.h"
 
@@ -190,7 +191,7 @@ UOpRef vectorize_reduce(const UOpRef& sink, const UOp* axis, int64_t max_lanes) 
   const int64_t n = static_cast<int64_t>(axis->src[0]->const_value());
   std::unordered_map<const UOp*, UOpRef> replace;
   for (const UOp* u : sink->toposort()) {
-    if (u->op != Ops::REDUCE || std::find(u->src.begin() + 1, u->src.end(), axis->ref()) == u->src.end()) continue;
+    if (!reduces_over(u, axis)) continue;
     if (!vector_reduce(u))
       throw_error("vectorize_reduce: only float sums and maxima vectorize along a reduced axis, got ",
                   op_name(u->arg_as<ReduceArg>().op), " of ", u->dtype.name());

@@ -6,6 +6,7 @@
 
 #include "engine/buffers.h"
 #include "kiln/counters.h"
+#include "kiln/device.h"
 #include "kiln/error.h"
 #include "support/env.h"
 #include "support/profile.h"
@@ -140,7 +141,9 @@ schedule::Schedule schedule(const std::vector<UOpRef>& roots) {
   auto start = std::chrono::steady_clock::now();
   schedule::Schedule s = [&] {
     profile::Scope timed("schedule", "schedule");
-    return schedule::create_schedule(roots, default_device());
+    return schedule::create_schedule(roots, default_device(), [](const std::string& device) {
+      return runtime::get_device(device).max_local_size() == 0;
+    });
   }();
   engine_stats().schedules++;
   if (env::debug_level() >= 1 && !s.linear->src.empty())

@@ -201,7 +201,8 @@ void check_one_device(const UOpRef& kernel, const std::vector<UOpRef>& bufs) {
 
 UOpRef copy_ast() { return UOp::make(Ops::COPY, dtypes::void_); }
 
-Schedule build_schedule(const std::vector<UOpRef>& roots, const std::string& device_of_constants) {
+Schedule build_schedule(const std::vector<UOpRef>& roots, const std::string& device_of_constants,
+                        const LoopsInOrder& loops_in_order) {
   Schedule out;
   if (env::get_int("SPEC", 0) > 0) spec::verify_tensor_graph(UOp::sink(roots));
   // The graph as it will run: without DETACH, large reductions split in two (split_reduce.cpp).
@@ -213,10 +214,13 @@ Schedule build_schedule(const std::vector<UOpRef>& roots, const std::string& dev
       out.keep_alive.push_back(r);
     }
   const std::unordered_map<const UOp*, std::string> device = assign_devices(split, device_of_constants);
-  // Only CPU kernels loop over rows (OpenCL's fused softmax ran ~100x slower, every work-item
-  // recomputing its row's reductions); other devices store such reductions as before.
-  const bool cpu_only = std::all_of(device.begin(), device.end(), [](const auto& d) { return d.second == "CPU"; });
-  Plan plan = plan_kernels(run_roots, cpu_only);
+  // Only kernels that run their loops in order keep a row's reductions (OpenCL's fused softmax ran
+  // ~100x slower, every work-item recomputing its row's reductions).
+  std::unordered_map<std::string, bool> in_order;
+  for (const auto& [node, name] : device) in_order.try_emplace(name, false);
+  for (auto& [name, answer] : in_order) answer = loops_in_order(name);
+  const bool rows_in_kernel = std::all_of(in_order.begin(), in_order.end(), [](const auto& d) { return d.second; });
+  Plan plan = plan_kernels(run_roots, rows_in_kernel);
   std::unordered_map<const UOp*, UOpRef> buffers;
   for (const UOp* u : plan.realized)
     buffers[u] = UOp::make(Ops::BUFFER, u->dtype, {}, BufferArg{next_buffer_id(), prod(u->shape_or_throw()), device.at(u)});

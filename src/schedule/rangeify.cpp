@@ -58,13 +58,6 @@ int64_t reduced_row_elements(const UOp* reduce) {
   return n;
 }
 
-// Where a range sits in a kernel's loop nest: output loops outside reduction loops, each kind
-// nested in order of creation (the order of the axes).
-std::pair<bool, int64_t> nest_rank(const UOp* r) {
-  const RangeArg& a = r->arg_as<RangeArg>();
-  return {a.type == AxisType::REDUCE, a.id};
-}
-
 class Rangeify {
  public:
   // `stored`: reductions broadcast again that must be stored (rejected by an earlier attempt).
@@ -204,12 +197,12 @@ class Rangeify {
     // with no loop (a loss's mean over the batch) is one value, as cheap to store
     if (varies.empty()) return false;
     for (const UOp* r : varies)
-      if (nest_rank(r).first) return false;
+      if (r->arg_as<RangeArg>().reduces()) return false;
     for (const auto& [kernel, ranges] : scope_[u])
       for (const UOp* outside : ranges)
         if (!varies.count(outside))
           for (const UOp* r : varies)
-            if (nest_rank(outside) < nest_rank(r)) return false;
+            if (outside->arg_as<RangeArg>().nest_rank() < r->arg_as<RangeArg>().nest_rank()) return false;
     return true;
   }
 

@@ -1,6 +1,7 @@
 #pragma once
 // The scheduler: cuts a tensor graph into kernels. Which nodes become buffers (realize), which
 // fuse into their consumers (range propagation), and the kernel ASTs that compute them.
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -29,12 +30,19 @@ UOpRef strip_contiguous(const UOpRef& u);
 // Rewrites each reduction of many elements into few outputs as two: partial sums, then their sum.
 UOpRef split_reduces(const UOpRef& sink);
 
+// Whether a device runs each kernel's output loops in order within one thread (it has no
+// work-groups, as the CPU): a row's reduction broadcast back along its row is then computed once
+// per row inside its consumer's kernel (a softmax is one kernel). On other devices each work-item
+// would recompute it, so it is stored. The engine answers from the runtime's devices; the answer
+// for a device name never changes.
+using LoopsInOrder = std::function<bool(const std::string& device)>;
+
 // Schedules everything needed to realize `roots` (tensor-graph nodes), reusing the schedule of an
 // earlier graph of the same structure over other input buffers (schedule_cache.cpp; SCHEDULE_CACHE=0
 // turns the cache off). Results that read no buffer (constants, arange) go to `device`.
-Schedule create_schedule(const std::vector<UOpRef>& roots, const std::string& device);
+Schedule create_schedule(const std::vector<UOpRef>& roots, const std::string& device, const LoopsInOrder& loops_in_order);
 // The scheduler itself, without the cache (kernelize.cpp).
-Schedule build_schedule(const std::vector<UOpRef>& roots, const std::string& device);
+Schedule build_schedule(const std::vector<UOpRef>& roots, const std::string& device, const LoopsInOrder& loops_in_order);
 // How many create_schedule calls the cache answered.
 int64_t schedule_cache_hits();
 

@@ -196,7 +196,7 @@ void Tensor::realize(const std::vector<Tensor>& tensors) {
 }
 
 std::vector<ScheduleItem> Tensor::schedule() const {
-  return schedule::schedule_items(schedule::create_schedule({uop()}, engine::default_device()).linear);
+  return schedule::schedule_items(engine::schedule({uop()}).linear);
 }
 
 template <class T>

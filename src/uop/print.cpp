@@ -92,11 +92,7 @@ std::string kernel_name(const UOpRef& ast, bool colored) {
   std::stable_sort(ranges.begin(), ranges.end(), [](const UOp* a, const UOp* b) {
     return a->arg_as<RangeArg>().id < b->arg_as<RangeArg>().id;
   });
-  bool reduces = std::any_of(ranges.begin(), ranges.end(),
-                             [](const UOp* r) {
-                               const AxisType t = r->arg_as<RangeArg>().type;
-                               return t == AxisType::REDUCE || t == AxisType::GROUP_REDUCE;
-                             });
+  bool reduces = std::any_of(ranges.begin(), ranges.end(), [](const UOp* r) { return r->arg_as<RangeArg>().reduces(); });
   std::string name = reduces ? "r" : "E";
   std::set<int64_t> seen;
   for (const UOp* r : ranges) {

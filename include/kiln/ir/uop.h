@@ -31,6 +31,11 @@ struct RangeArg {  // RANGE: loop variable number `id` of kind `type`
   int64_t id;
   AxisType type;
   bool operator==(const RangeArg&) const = default;
+  // A reduced loop (REDUCE, or GROUP_REDUCE shared among a work-group's items).
+  bool reduces() const { return type == AxisType::REDUCE || type == AxisType::GROUP_REDUCE; }
+  // Where the loop sits in a kernel's loop nest: output loops outside reduced ones, each kind
+  // nested in id order (the order of the axes).
+  std::pair<bool, int64_t> nest_rank() const { return {reduces(), id}; }
 };
 struct ReduceArg {  // REDUCE: tensor graph reduces `axes` (kept as size 1); kernels list ranges as srcs
   Ops op;
