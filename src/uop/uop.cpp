@@ -1,6 +1,7 @@
 #include "kiln/ir/uop.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -216,7 +217,7 @@ class InternTable {
     return set_.size();
   }
 
-  std::unordered_map<Ops, std::vector<std::function<void(const UOp&)>>> hooks;
+  std::array<std::vector<std::function<void(const UOp&)>>, kNumOps> hooks;  // indexed by op: every release looks them up
 
  private:
   struct Probe {
@@ -269,8 +270,7 @@ void UOpRef::release() {
   while (!pending.empty()) {
     const UOp* node = pending.back();
     pending.pop_back();
-    if (auto it = table.hooks.find(node->op); it != table.hooks.end())
-      for (auto& hook : it->second) hook(*node);
+    for (auto& hook : table.hooks[static_cast<size_t>(node->op)]) hook(*node);
     table.forget(node);
     // The sources are released here, one level at a time, instead of by ~UOp.
     for (const UOpRef& s : node->src) const_cast<UOpRef&>(s).release();
@@ -279,7 +279,9 @@ void UOpRef::release() {
   draining = false;
 }
 
-void on_uop_release(Ops op, std::function<void(const UOp&)> hook) { InternTable::get().hooks[op].push_back(std::move(hook)); }
+void on_uop_release(Ops op, std::function<void(const UOp&)> hook) {
+  InternTable::get().hooks[static_cast<size_t>(op)].push_back(std::move(hook));
+}
 size_t live_uop_count() { return InternTable::get().size(); }
 
 // ---------------------------------------------------------------------------------------------
