@@ -3,6 +3,7 @@
 // realize() or a readback. Copying a Tensor shares it (reference semantics, like torch::Tensor).
 #include <concepts>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -299,7 +300,7 @@ class Tensor {
 
  private:
   template <Axis I> static std::vector<int> one_axis(I axis) { return {static_cast<int>(axis)}; }
-  Tensor alu(Ops op, std::vector<Tensor> srcs = {}) const;  // elementwise primitive, same shapes
+  Tensor alu(Ops op, std::initializer_list<Tensor> srcs = {}) const;  // elementwise primitive, same shapes
   Tensor bitwise(Ops op, const Tensor& o, const char* name) const;
   std::pair<Tensor, Tensor> floor_divmod(const Tensor& o, std::string_view op) const;  // (idiv, mod)
   void set_uop(UOpRef uop) const;

@@ -112,10 +112,11 @@ size_t buffer_bytes(const UOp& buffer) {
   return static_cast<size_t>(buffer.arg_as<BufferArg>().size) * buffer.dtype.itemsize();
 }
 
-void* buffer_address(const UOp& buffer) {
+namespace {
+
+// buffer_address with s.mu held.
+void* address_locked(Store& s, const UOp& buffer) {
   if (buffer.op != Ops::BUFFER) throw_error("buffer_address: expected a BUFFER, got ", op_name(buffer.op));
-  Store& s = store();
-  std::lock_guard lock(s.mu);
   const BufferArg& arg = buffer.arg_as<BufferArg>();
   auto it = s.by_id.find(arg.id);
   if (it != s.by_id.end()) return it->second.ptr;
@@ -127,6 +128,23 @@ void* buffer_address(const UOp& buffer) {
   if (env::debug_level() >= 7) fprintf(stderr, "alloc buffer %lld (%zu bytes) on %s\n", (long long)arg.id, bytes, arg.device.c_str());
   s.by_id.emplace(arg.id, Allocation{&dev, ptr, bytes});
   return ptr;
+}
+
+}  // namespace
+
+void* buffer_address(const UOp& buffer) {
+  Store& s = store();
+  std::lock_guard lock(s.mu);
+  return address_locked(s, buffer);
+}
+
+std::vector<void*> buffer_addresses(std::span<const UOp* const> buffers) {
+  std::vector<void*> out;
+  out.reserve(buffers.size());
+  Store& s = store();
+  std::lock_guard lock(s.mu);
+  for (const UOp* b : buffers) out.push_back(address_locked(s, *b));
+  return out;
 }
 
 void copyin(const UOp& buffer, const void* src, size_t bytes) {

@@ -3,6 +3,8 @@
 // (that is, when no tensor or schedule refers to it any more).
 #include <cstddef>
 #include <functional>
+#include <span>
+#include <vector>
 
 #include "kiln/ir/uop.h"
 
@@ -10,6 +12,8 @@ namespace kiln::engine {
 
 // The device address of `buffer`'s memory, allocating it if needed.
 void* buffer_address(const UOp& buffer);
+// buffer_address of each of `buffers`, in order: a launch's arguments, under one lock.
+std::vector<void*> buffer_addresses(std::span<const UOp* const> buffers);
 size_t buffer_bytes(const UOp& buffer);
 // Gives `buffer`'s memory back for reuse now (the memory planner: its last reader has run); it is
 // also given back when the BUFFER UOp dies.

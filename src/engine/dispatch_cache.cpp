@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "engine/buffers.h"
+#include "engine/graph_walk.h"
 #include "engine/realize.h"
 #include "kiln/ir/pattern_matcher.h"
 #include "runtime/device.h"
@@ -103,12 +104,12 @@ class PlanCache {
 
   // Whether the cache is on for the current settings (SCHEDULE_CACHE), read once per generation.
   bool enabled(uint64_t generation) {
-    std::lock_guard lock(mu_);
-    if (enabled_generation_ != generation + 1) {
-      enabled_ = env::get_int("SCHEDULE_CACHE", 1) != 0;
-      enabled_generation_ = generation + 1;
+    uint64_t read = enabled_in_.load(std::memory_order_acquire);
+    if (read >> 1 != generation + 1) {
+      read = (generation + 1) << 1 | (env::get_int("SCHEDULE_CACHE", 1) != 0);
+      enabled_in_.store(read, std::memory_order_release);
     }
-    return enabled_;
+    return read & 1;
   }
 
   std::shared_ptr<const DispatchPlan> find(size_t hash) {
@@ -138,8 +139,9 @@ class PlanCache {
   std::mutex mu_;
   std::unordered_map<size_t, Entry> plans_;
   uint64_t tick_ = 0;
-  uint64_t enabled_generation_ = 0;  // generation + 1 that enabled_ was read in; 0: never
-  bool enabled_ = true;
+  // (generation + 1) << 1 | SCHEDULE_CACHE != 0, as last read; 0: never. One word, so that every
+  // realize checks it without a lock.
+  std::atomic<uint64_t> enabled_in_{0};
 };
 
 PlanCache& plan_cache() {
@@ -154,39 +156,51 @@ UOpRef placeholder(uint32_t slot, DType dtype, int64_t size, const std::string& 
 
 }  // namespace
 
+// What one dispatch fills; pooled between dispatches (Dispatch::ReturnScratch).
+struct DispatchScratch {
+  GraphWalk walk;
+  std::vector<UOpRef> slots;  // on a hit: the inputs, then fresh buffers for what the plan makes
+  std::unordered_map<const UOp*, UOpRef> becomes;
+  std::vector<const UOp*> launch_buffers;  // run()'s, for one launch at a time
+};
+
 namespace {
 
-// Walks no dispatch uses, for the next ones. Not thread_local: a realize may run during static
+// Scratch no dispatch uses, for the next ones. Not thread_local: a realize may run during static
 // teardown, after the thread's objects are gone.
-struct WalkPool {
+struct ScratchPool {
   std::mutex mu;
-  std::vector<std::unique_ptr<GraphWalk>> free;
+  std::vector<std::unique_ptr<DispatchScratch>> free;
 };
-WalkPool& walk_pool() {
-  static WalkPool* p = new WalkPool();  // never destroyed, as above
+ScratchPool& scratch_pool() {
+  static ScratchPool* p = new ScratchPool();  // never destroyed, as above
   return *p;
 }
 
 }  // namespace
 
-void Dispatch::ReturnWalk::operator()(GraphWalk* w) const {
-  WalkPool& pool = walk_pool();
+void Dispatch::ReturnScratch::operator()(DispatchScratch* s) const {
+  // the buffers and views go now; a pooled scratch holds no node
+  s->slots.clear();
+  s->becomes.clear();
+  s->launch_buffers.clear();
+  ScratchPool& pool = scratch_pool();
   std::lock_guard lock(pool.mu);
-  pool.free.emplace_back(w);
+  pool.free.emplace_back(s);
 }
 
 Dispatch::Dispatch(const std::vector<UOpRef>& roots, std::string device, uint64_t generation)
     : device_(std::move(device)), generation_(generation) {
   {
-    WalkPool& pool = walk_pool();
+    ScratchPool& pool = scratch_pool();
     std::lock_guard lock(pool.mu);
     if (!pool.free.empty()) {
-      walk_.reset(pool.free.back().release());
+      scratch_.reset(pool.free.back().release());
       pool.free.pop_back();
     }
   }
-  if (!walk_) walk_.reset(new GraphWalk());
-  walk_->read(roots);
+  if (!scratch_) scratch_.reset(new DispatchScratch());
+  scratch_->walk.read(roots);
 }
 
 std::optional<Dispatch> Dispatch::lookup(const std::vector<UOpRef>& roots) {
@@ -194,32 +208,36 @@ std::optional<Dispatch> Dispatch::lookup(const std::vector<UOpRef>& roots) {
   const uint64_t generation = env::generation();
   if (!plan_cache().enabled(generation)) return std::nullopt;
   Dispatch d(roots, default_device(), generation);
-  std::shared_ptr<const DispatchPlan> plan = plan_cache().find(d.walk_->hash);
-  if (plan && plan->generation == generation && plan->device == d.device_ && plan->shape.matches(*d.walk_))
+  const GraphWalk& walk = d.scratch_->walk;
+  std::shared_ptr<const DispatchPlan> plan = plan_cache().find(walk.hash);
+  if (plan && plan->generation == generation && plan->device == d.device_ && plan->shape.matches(walk))
     d.bind(std::move(plan));
   return d;
 }
 
 void Dispatch::bind(std::shared_ptr<const DispatchPlan> plan) {
   plan_ = std::move(plan);
-  slots_.reserve(plan_->n_inputs + plan_->made.size());
-  for (const UOp* input : walk_->inputs) slots_.push_back(input->ref());
+  std::vector<UOpRef>& slots = scratch_->slots;
+  slots.reserve(plan_->n_inputs + plan_->made.size());
+  for (const UOp* input : scratch_->walk.inputs) slots.push_back(input->ref());
   for (const DispatchPlan::NewBuffer& b : plan_->made)
-    slots_.push_back(UOp::make(Ops::BUFFER, b.dtype, {}, BufferArg{schedule::next_buffer_id(), b.size, b.device}));
+    slots.push_back(UOp::make(Ops::BUFFER, b.dtype, {}, BufferArg{schedule::next_buffer_id(), b.size, b.device}));
   for (const DispatchPlan::Result& r : plan_->results) {
     UOpRef view;
     if (r.view->op == Ops::BUFFER) {  // the common case: the node becomes its buffer
-      view = slots_[r.stand_ins[0].second];
+      view = slots[r.stand_ins[0].second];
     } else {
       std::unordered_map<const UOp*, UOpRef> bound;
-      for (const auto& [stand_in, slot] : r.stand_ins) bound[stand_in.get()] = slots_[slot];
+      for (const auto& [stand_in, slot] : r.stand_ins) bound[stand_in.get()] = slots[slot];
       view = substitute(r.view, bound);
     }
-    becomes_.emplace(walk_->nodes[r.node].uop, std::move(view));
+    scratch_->becomes.emplace(scratch_->walk.nodes[r.node].uop, std::move(view));
   }
   hits++;
   engine_stats().schedules++;  // a hit is a schedule, as a schedule-cache hit is
 }
+
+const std::unordered_map<const UOp*, UOpRef>& Dispatch::becomes() const { return scratch_->becomes; }
 
 bool Dispatch::realizes_beyond_roots() const {
   return std::any_of(plan_->results.begin(), plan_->results.end(), [](const auto& r) { return !r.is_root; });
@@ -227,29 +245,30 @@ bool Dispatch::realizes_beyond_roots() const {
 
 void Dispatch::run(const std::unordered_set<const UOp*>& needed) const {
   const DispatchPlan& plan = *plan_;
+  const std::vector<UOpRef>& slots = scratch_->slots;
   auto kept = [&](uint32_t slot) {
     for (const DispatchPlan::Result& r : plan.results)
       for (const auto& stand_in : r.stand_ins)
-        if (stand_in.second == slot && (r.is_root || needed.count(walk_->nodes[r.node].uop))) return true;
+        if (stand_in.second == slot && (r.is_root || needed.count(scratch_->walk.nodes[r.node].uop))) return true;
     return false;
   };
-  std::vector<const UOp*> buffers;
-  buffers.reserve(slots_.size());
+  std::vector<const UOp*>& buffers = scratch_->launch_buffers;
   for (size_t c = 0; c < plan.launches.size(); c++) {
     const DispatchPlan::Launch& l = plan.launches[c];
     buffers.clear();
-    for (uint32_t s : l.slots) buffers.push_back(slots_[s].get());
+    for (uint32_t s : l.slots) buffers.push_back(slots[s].get());
     run_call(l.kernel, *l.device, buffers);
     for (uint32_t s : plan.last_use[c])
-      if (!kept(s)) release_memory(*slots_[s]);
+      if (!kept(s)) release_memory(*slots[s]);
   }
 }
 
 void Dispatch::record(const schedule::Schedule& s) const {
+  const GraphWalk& walk = scratch_->walk;
   auto plan = std::make_shared<DispatchPlan>(
-      DispatchPlan{GraphShape(*walk_), device_, generation_, walk_->inputs.size(), {}, {}, {}, {}});
+      DispatchPlan{GraphShape(walk), device_, generation_, walk.inputs.size(), {}, {}, {}, {}});
   std::unordered_map<const UOp*, uint32_t> slot_of;
-  for (size_t i = 0; i < walk_->inputs.size(); i++) slot_of[walk_->inputs[i]] = static_cast<uint32_t>(i);
+  for (size_t i = 0; i < walk.inputs.size(); i++) slot_of[walk.inputs[i]] = static_cast<uint32_t>(i);
   // the schedule's own buffers become the made slots, in order of first use
   auto slot = [&](const UOp* b) {
     auto [it, fresh] = slot_of.try_emplace(b, static_cast<uint32_t>(slot_of.size()));
@@ -274,11 +293,11 @@ void Dispatch::record(const schedule::Schedule& s) const {
   for (uint32_t w : written) plan->last_use[last_reader[w]].push_back(w);
   // what each realized node becomes, over placeholders for the slots
   std::unordered_map<const UOp*, uint32_t> position;
-  for (size_t i = 0; i < walk_->nodes.size(); i++) position[walk_->nodes[i].uop] = static_cast<uint32_t>(i);
+  for (size_t i = 0; i < walk.nodes.size(); i++) position[walk.nodes[i].uop] = static_cast<uint32_t>(i);
   for (const auto& [node, view] : s.becomes) {
     auto at = position.find(node);
     if (at == position.end()) return;  // not a node of this graph: no plan
-    const bool is_root = std::find(walk_->roots.begin(), walk_->roots.end(), at->second) != walk_->roots.end();
+    const bool is_root = std::find(walk.roots.begin(), walk.roots.end(), at->second) != walk.roots.end();
     DispatchPlan::Result r{at->second, is_root, {}, {}};
     std::unordered_map<const UOp*, UOpRef> stand_ins;
     for (const UOp* u : view->toposort()) {
@@ -292,7 +311,7 @@ void Dispatch::record(const schedule::Schedule& s) const {
     r.view = substitute(view, stand_ins);
     plan->results.push_back(std::move(r));
   }
-  plan_cache().insert(walk_->hash, std::move(plan));
+  plan_cache().insert(walk.hash, std::move(plan));
 }
 
 int64_t dispatch_cache_hits() { return hits.load(); }

@@ -15,13 +15,13 @@
 #include <unordered_set>
 #include <vector>
 
-#include "engine/graph_walk.h"
 #include "kiln/ir/uop.h"
 #include "schedule/schedule.h"
 
 namespace kiln::engine {
 
 struct DispatchPlan;
+struct DispatchScratch;
 
 // One realize() through the cache.
 class Dispatch {
@@ -32,7 +32,7 @@ class Dispatch {
   // Whether a plan matched: then becomes() and run() apply; else the full path runs, then record().
   bool hit() const { return plan_ != nullptr; }
   // What each realized node becomes: views of the buffers bound to this realize.
-  const std::unordered_map<const UOp*, UOpRef>& becomes() const { return becomes_; }
+  const std::unordered_map<const UOp*, UOpRef>& becomes() const;
   // Whether some realized node is not a root. The roots are in use (their tensors are being
   // realized); only those others need the live tensors searched (TensorRegistry::in_use).
   bool realizes_beyond_roots() const;
@@ -44,20 +44,19 @@ class Dispatch {
   void record(const schedule::Schedule& s) const;
 
  private:
-  // Walks go back to a per-thread pool: their vectors keep their memory, so a hit allocates none.
-  struct ReturnWalk {
-    void operator()(GraphWalk* w) const;
+  // The walk and what a hit fills go back to a pool, emptied, when the dispatch ends: their
+  // containers keep their memory, so a hit allocates little.
+  struct ReturnScratch {
+    void operator()(DispatchScratch* s) const;
   };
 
   Dispatch(const std::vector<UOpRef>& roots, std::string device, uint64_t generation);
   void bind(std::shared_ptr<const DispatchPlan> plan);
 
-  std::unique_ptr<GraphWalk, ReturnWalk> walk_;
+  std::unique_ptr<DispatchScratch, ReturnScratch> scratch_;
   std::string device_;  // the default device the graph's constants go to
   uint64_t generation_;  // of the settings
   std::shared_ptr<const DispatchPlan> plan_;
-  std::vector<UOpRef> slots_;  // on a hit: the inputs, then fresh buffers for what the plan makes
-  std::unordered_map<const UOp*, UOpRef> becomes_;
 };
 
 // How many realizes the dispatch cache answered since the process started.

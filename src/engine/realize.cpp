@@ -60,13 +60,9 @@ std::vector<viz::BufferUse> viz_buffers(const KernelCall& call) {
 
 // Launches one kernel; returns its seconds.
 double launch(const CompiledKernel& k, runtime::Device& device, std::span<const UOp* const> buffers, int debug) {
-  std::vector<void*> bufs;
-  bufs.reserve(buffers.size());
+  const std::vector<void*> bufs = buffer_addresses(buffers);
   int64_t bytes = 0;
-  for (const UOp* b : buffers) {
-    bufs.push_back(buffer_address(*b));
-    bytes += static_cast<int64_t>(buffer_bytes(*b));
-  }
+  for (const UOp* b : buffers) bytes += static_cast<int64_t>(buffer_bytes(*b));
   double seconds;
   {
     profile::Scope timed("launch", k.program.name, bytes);

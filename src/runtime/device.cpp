@@ -64,15 +64,20 @@ struct Registry {
   uint64_t chosen_in_generation = 0;
 };
 
-// The registry with the built-in devices in it. Callers lock reg.mu for their own access.
-Registry& registry() {
+// The registry with the built-in devices in it, and its lock held for the caller (one lock per
+// lookup: every realize looks devices up).
+struct LockedRegistry {
+  Registry& reg;
+  std::unique_lock<std::recursive_mutex> lock;
+};
+LockedRegistry registry() {
   static Registry reg;
-  std::lock_guard lock(reg.mu);
+  std::unique_lock lock(reg.mu);
   if (!reg.builtins_registered) {
     reg.builtins_registered = true;  // set first: register_builtin_devices re-enters registry()
     register_builtin_devices();
   }
-  return reg;
+  return {reg, std::move(lock)};
 }
 
 // "cpu:0" -> "CPU".
@@ -113,8 +118,7 @@ void register_device(const std::string& name, std::function<std::unique_ptr<Devi
   std::string key = canonical_name(name);
   if (key.empty()) throw_error("register_device: empty device name");
   if (!factory) throw_error("register_device: no factory given for ", key);
-  Registry& reg = registry();
-  std::lock_guard lock(reg.mu);
+  auto [reg, lock] = registry();
   Entry& entry = reg.entries[key];
   entry.factory = std::move(factory);
   entry.priority = priority;
@@ -122,9 +126,10 @@ void register_device(const std::string& name, std::function<std::unique_ptr<Devi
 }
 
 Device& get_device(const std::string& name) {
-  Registry& reg = registry();
-  std::lock_guard lock(reg.mu);
-  auto it = reg.entries.find(canonical_name(name));
+  auto [reg, lock] = registry();
+  // Buffers carry canonical names: try the name as it is before canonicalizing it.
+  auto it = reg.entries.find(name);
+  if (it == reg.entries.end()) it = reg.entries.find(canonical_name(name));
   if (it == reg.entries.end()) {
     throw_error("unknown device '", name, "'; registered devices: ", joined_names(reg));
   }
@@ -139,8 +144,7 @@ Device& get_device(const std::string& name) {
 }
 
 std::string default_device() {
-  Registry& reg = registry();
-  std::lock_guard lock(reg.mu);
+  auto [reg, lock] = registry();
   const uint64_t generation = env::generation();
   if (reg.chosen_default.empty() || reg.chosen_in_generation != generation) {
     reg.chosen_default = choose_default_device(reg);
@@ -150,8 +154,7 @@ std::string default_device() {
 }
 
 std::vector<std::string> device_names() {
-  Registry& reg = registry();
-  std::lock_guard lock(reg.mu);
+  auto [reg, lock] = registry();
   std::vector<std::string> names;
   for (const auto& [name, entry] : reg.entries) names.push_back(name);
   return names;

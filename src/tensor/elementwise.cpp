@@ -107,11 +107,13 @@ std::pair<Tensor, Tensor> Tensor::broadcast_with(const Tensor& o) const {
   return {cast(dt).broadcast_to(s), o.cast(dt).broadcast_to(s)};
 }
 
-Tensor Tensor::alu(Ops op, std::vector<Tensor> srcs) const {
-  std::vector<UOpRef> src{uop()};
+Tensor Tensor::alu(Ops op, std::initializer_list<Tensor> srcs) const {
+  std::vector<UOpRef> src;
+  src.reserve(1 + srcs.size());
+  src.push_back(uop());
   for (const Tensor& s : srcs) src.push_back(s.uop());
   DType out = group::Comparison.has(op) ? dtypes::bool_ : dtype();
-  if (op == Ops::WHERE) out = srcs[0].dtype();
+  if (op == Ops::WHERE) out = srcs.begin()->dtype();
   return Tensor(UOp::make(op, out, std::move(src)));
 }
 

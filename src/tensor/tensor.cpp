@@ -166,19 +166,14 @@ Tensor Tensor::from_vector(std::vector<T> values, Shape shape) {
 
 // ---- execution
 
-Tensor& Tensor::realize() {
-  realize(std::vector<Tensor>{*this});
-  return *this;
-}
+namespace {
 
-void Tensor::realize(const std::vector<Tensor>& tensors) {
-  std::lock_guard lock(realize_mutex());
-  std::vector<UOpRef> roots;
-  for (const Tensor& t : tensors) {
-    UOpRef u = t.uop();
-    // already a view of its buffer: nothing to schedule (a JIT replay realizes its arguments)
-    if (!(schedule::is_buffer_view(u.get()) && schedule::strip_contiguous(u) == u)) roots.push_back(std::move(u));
-  }
+// Realizes the graphs of tensors read under realize_mutex(), which the caller holds.
+void realize_graphs(std::vector<UOpRef> roots) {
+  // already a view of its buffer: nothing to schedule (a JIT replay realizes its arguments)
+  std::erase_if(roots, [](const UOpRef& u) {
+    return schedule::is_buffer_view(u.get()) && schedule::strip_contiguous(u) == u;
+  });
   if (roots.empty()) return;
   std::optional<engine::Dispatch> dispatch = engine::Dispatch::lookup(roots);
   if (dispatch && dispatch->hit()) {
@@ -193,6 +188,22 @@ void Tensor::realize(const std::vector<Tensor>& tensors) {
   engine::run_schedule(s, TensorRegistry::get().in_use(s.becomes));
   if (dispatch) dispatch->record(s);
   TensorRegistry::get().apply(s.becomes);
+}
+
+}  // namespace
+
+Tensor& Tensor::realize() {
+  std::lock_guard lock(realize_mutex());
+  realize_graphs({uop()});  // not through realize(tensors): no vector of handles to build
+  return *this;
+}
+
+void Tensor::realize(const std::vector<Tensor>& tensors) {
+  std::lock_guard lock(realize_mutex());
+  std::vector<UOpRef> roots;
+  roots.reserve(tensors.size());
+  for (const Tensor& t : tensors) roots.push_back(t.uop());
+  realize_graphs(std::move(roots));
 }
 
 std::vector<ScheduleItem> Tensor::schedule() const {

@@ -1,6 +1,7 @@
 #include "kiln/ir/uop.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -9,6 +10,7 @@
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "kiln/error.h"
 #include "support/hash.h"
@@ -167,6 +169,57 @@ int64_t prod(const Shape& s) {
 // ---------------------------------------------------------------------------------------------
 // Interning
 
+// The interned nodes: a hash set chained through the nodes themselves (UOp::next_interned_), so
+// that making a node allocates nothing but the node. Used under InternTable's lock.
+class NodeSet {
+ public:
+  // The node with `hash` that `same` accepts, or nullptr.
+  template <class Same>
+  const UOp* find(size_t hash, Same same) const {
+    if (buckets_.empty()) return nullptr;
+    for (const UOp* u = buckets_[bucket(hash)]; u; u = u->next_interned_)
+      if (u->hash() == hash && same(u)) return u;
+    return nullptr;
+  }
+  void insert(const UOp* u) {
+    if (size_ >= buckets_.size()) rehash(std::max<size_t>(buckets_.size() * 2, 1024));
+    const UOp*& head = buckets_[bucket(u->hash())];
+    u->next_interned_ = head;
+    head = u;
+    size_++;
+  }
+  // Takes `u` out if it is in the set.
+  void erase(const UOp* u) {
+    if (buckets_.empty()) return;
+    for (const UOp** link = &buckets_[bucket(u->hash())]; *link; link = &(*link)->next_interned_)
+      if (*link == u) {
+        *link = u->next_interned_;
+        size_--;
+        return;
+      }
+  }
+  size_t size() const { return size_; }
+
+ private:
+  // Fibonacci hashing: the top bits of hash * 2^64/phi pick the bucket (a power of two).
+  size_t bucket(size_t hash) const { return hash * 0x9e3779b97f4a7c15ULL >> shift_; }
+  void rehash(size_t n) {
+    std::vector<const UOp*> old = std::exchange(buckets_, std::vector<const UOp*>(n, nullptr));
+    shift_ = 64 - std::countr_zero(n);
+    for (const UOp* head : old)
+      for (const UOp* u = head; u;) {
+        const UOp* next = u->next_interned_;
+        const UOp*& slot = buckets_[bucket(u->hash())];
+        u->next_interned_ = slot;
+        slot = u;
+        u = next;
+      }
+  }
+  std::vector<const UOp*> buckets_;
+  int shift_ = 64;
+  size_t size_ = 0;
+};
+
 class InternTable {
  public:
   static InternTable& get() {
@@ -178,14 +231,11 @@ class InternTable {
     size_t h = mix(mix(static_cast<size_t>(op), std::hash<uint32_t>()(static_cast<uint32_t>(dtype.scalar) | dtype.count << 8 | dtype.ptr << 16)),
                    hash_arg(arg));
     for (const UOpRef& s : src) h = mix(h, std::hash<const void*>()(s.get()));
-    Probe probe{op, dtype, &src, &arg, h};
     {
       std::lock_guard lock(mu_);
-      auto it = set_.find(probe);
-      if (it != set_.end()) {
-        const UOp* found = *it;
+      if (const UOp* found = set_.find(h, [&](const UOp* u) { return is(u, op, dtype, src, arg); })) {
         if (try_retain(found)) return UOpRef(found);
-        set_.erase(it);  // dying: its release sees it is no longer the entry and leaves the table alone
+        set_.erase(found);  // dying: its release finds it gone and leaves the table alone
       }
     }
     // Build outside the lock: shape checks may throw, and they never touch the table.
@@ -194,12 +244,12 @@ class InternTable {
     node->compute_shape();
     node->compute_range();
     std::lock_guard lock(mu_);
-    auto [it, inserted] = set_.insert(node);
-    if (!inserted) {  // another thread made the same node meanwhile
-      if (try_retain(*it)) return UOpRef(*it);
-      set_.erase(it);
-      set_.insert(node);
+    auto same_as_node = [&](const UOp* u) { return is(u, node->op, node->dtype, node->src, node->arg); };
+    if (const UOp* found = set_.find(h, same_as_node)) {  // another thread made the same node meanwhile
+      if (try_retain(found)) return UOpRef(found);
+      set_.erase(found);
     }
+    set_.insert(node);
     guard.release();
     return UOpRef(node);
   }
@@ -207,8 +257,7 @@ class InternTable {
   // Called with the node's count already at zero.
   void forget(const UOp* node) {
     std::lock_guard lock(mu_);
-    auto it = set_.find(node);
-    if (it != set_.end() && *it == node) set_.erase(it);
+    set_.erase(node);
   }
 
   size_t size() {
@@ -216,30 +265,13 @@ class InternTable {
     return set_.size();
   }
 
-  std::unordered_map<Ops, std::vector<std::function<void(const UOp&)>>> hooks;
+  std::array<std::vector<std::function<void(const UOp&)>>, kNumOps> hooks;  // indexed by op: every release looks them up
 
  private:
-  struct Probe {
-    Ops op;
-    DType dtype;
-    const std::vector<UOpRef>* src;
-    const Arg* arg;
-    size_t hash;
-  };
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(const UOp* u) const { return u->hash(); }
-    size_t operator()(const Probe& p) const { return p.hash; }
-  };
-  struct Eq {
-    using is_transparent = void;
-    static bool same(Ops op, DType dt, const std::vector<UOpRef>& src, const Arg& arg, const UOp* u) {
-      return u->op == op && u->dtype == dt && u->src == src && u->arg == arg;
-    }
-    bool operator()(const UOp* a, const UOp* b) const { return a == b || same(a->op, a->dtype, a->src, a->arg, b); }
-    bool operator()(const Probe& p, const UOp* u) const { return p.hash == u->hash() && same(p.op, p.dtype, *p.src, *p.arg, u); }
-    bool operator()(const UOp* u, const Probe& p) const { return (*this)(p, u); }
-  };
+  // Whether `u` is the node (op, dtype, src, arg).
+  static bool is(const UOp* u, Ops op, DType dtype, const std::vector<UOpRef>& src, const Arg& arg) {
+    return u->op == op && u->dtype == dtype && u->src == src && u->arg == arg;
+  }
 
   static bool try_retain(const UOp* u) {
     int64_t n = u->refs_.load(std::memory_order_relaxed);
@@ -249,7 +281,7 @@ class InternTable {
   }
 
   std::mutex mu_;
-  std::unordered_set<const UOp*, Hash, Eq> set_;
+  NodeSet set_;
 };
 
 void UOpRef::retain() const {
@@ -269,8 +301,7 @@ void UOpRef::release() {
   while (!pending.empty()) {
     const UOp* node = pending.back();
     pending.pop_back();
-    if (auto it = table.hooks.find(node->op); it != table.hooks.end())
-      for (auto& hook : it->second) hook(*node);
+    for (auto& hook : table.hooks[static_cast<size_t>(node->op)]) hook(*node);
     table.forget(node);
     // The sources are released here, one level at a time, instead of by ~UOp.
     for (const UOpRef& s : node->src) const_cast<UOpRef&>(s).release();
@@ -279,7 +310,9 @@ void UOpRef::release() {
   draining = false;
 }
 
-void on_uop_release(Ops op, std::function<void(const UOp&)> hook) { InternTable::get().hooks[op].push_back(std::move(hook)); }
+void on_uop_release(Ops op, std::function<void(const UOp&)> hook) {
+  InternTable::get().hooks[static_cast<size_t>(op)].push_back(std::move(hook));
+}
 size_t live_uop_count() { return InternTable::get().size(); }
 
 // ---------------------------------------------------------------------------------------------

@@ -153,6 +153,7 @@ class UOp {
  private:
   friend class UOpRef;
   friend class InternTable;
+  friend class NodeSet;
   UOp(Ops op, DType dtype, std::vector<UOpRef> src, Arg arg, size_t hash);
   void compute_shape();
   void compute_shape_unchecked();
@@ -161,6 +162,7 @@ class UOp {
   std::optional<Shape> shape_;
   double vmin_, vmax_;
   mutable std::atomic<int64_t> refs_{1};
+  mutable const UOp* next_interned_ = nullptr;  // the intern table's chain (its lock guards it)
 };
 
 // Call `hook(node)` just before any node with `op` is freed (used to free realized device memory).
