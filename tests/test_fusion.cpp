@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kiln/counters.h"
+#include "kiln/device.h"
 #include "kiln/dtype.h"
 #include "kiln/ir/pattern_matcher.h"
 #include "kiln/nn/layers.h"
@@ -139,9 +140,11 @@ TEST(Fusion, IdenticalExpressionsShareTheirResult) {
 }
 
 // A reduction over short rows broadcast back along them runs inside its consumer's kernel, once
-// per row, before the loop along the row, on the CPU (elsewhere, where a work-item per output
-// would recompute it, it is stored).
-size_t kernels_of_row_fusion(const Tensor& t) { return t.device() == "CPU" ? 1 : 2; }
+// per row, before the loop along the row, on devices without work-groups, as the CPU (on the
+// others, OpenCL here, where a work-item per output would recompute it, it is stored).
+size_t kernels_of_row_fusion(const Tensor& t) {
+  return kiln::runtime::get_device(t.device()).max_local_size() == 0 ? 1 : 2;
+}
 
 TEST(Fusion, RowReductionBroadcastBackIsOneKernel) {
   Input a = input({13, 40}, 13);

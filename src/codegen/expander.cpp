@@ -77,7 +77,10 @@ UOpRef expand_upcasts(const UOpRef& sink_in, int vector_bytes) {
   // With reductions vectorized along their UNROLLs, only an UPCAST no reduction varies with can be
   // vectors too (a fused softmax's stores along its row).
   std::vector<const UOp*> vectorizable = upcasts;
-  if (unroll) std::erase_if(vectorizable, [under = ranges_under_reductions(sink)](const UOp* r) { return under.count(r) > 0; });
+  if (unroll) {
+    const auto under = ranges_under_reductions(sink);
+    std::erase_if(vectorizable, [&](const UOp* r) { return under.count(r) > 0; });
+  }
   int itemsize = 1;
   const UOp* vector = vector_bytes > 0 ? vector_axis(sink, vectorizable, itemsize) : nullptr;
   std::vector<const UOp*> copied = upcasts;

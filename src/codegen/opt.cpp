@@ -205,6 +205,7 @@ std::unordered_set<const UOp*> ranges_under_reductions(const UOpRef& ast) {
     if (u->op == Ops::REDUCE) out.merge(ranges_below(u));
   return out;
 }
+
 int64_t range_size(const UOp* r) { return static_cast<int64_t>(r->src[0]->const_value()); }
 AxisType axis_type(const UOp* r) { return r->arg_as<RangeArg>().type; }
 int64_t axis_id(const UOp* r) { return r->arg_as<RangeArg>().id; }
