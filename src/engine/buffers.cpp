@@ -126,7 +126,7 @@ void* address_locked(Store& s, const UOp& buffer) {
   GlobalCounters::mem_used += static_cast<int64_t>(bytes);
   GlobalCounters::mem_peak = std::max(GlobalCounters::mem_peak, GlobalCounters::mem_used);
   if (env::debug_level() >= 7) fprintf(stderr, "alloc buffer %lld (%zu bytes) on %s\n", (long long)arg.id, bytes, arg.device.c_str());
-  s.by_id.emplace(arg.id, Allocation{&dev, ptr, bytes});
+  s.by_id.emplace(arg.id, Allocation{&dev, ptr, bytes, {}});
   return ptr;
 }
 
