@@ -214,6 +214,36 @@ TEST(Normalization, BatchNormLayerTrainingGradient) {
   EXPECT_TRUE(gc::check(layer, {x, w, b}));
 }
 
+// Without affine parameters only x has a gradient (the layer's custom backward is asked for x alone).
+TEST(Normalization, BatchNormLayerTrainingGradientWithoutAffine) {
+  bool saved = Tensor::training;
+  Tensor::training = true;
+  NdArray x = ref::random({4, 3, 2, 2}, 18);
+  auto layer = [](const Ts& v) { return kiln::nn::BatchNorm(3, 1e-5, 0.1, /*affine=*/false, false)(v[0]); };
+  EXPECT_TRUE(gc::check(layer, {x}));
+  Tensor::training = saved;
+}
+
+// A float64 batch through float32 parameters: each gradient has the dtype of what it is for.
+TEST(Normalization, BatchNormLayerGradientDtypes) {
+  bool saved = Tensor::training;
+  Tensor::training = true;
+  kiln::nn::BatchNorm bn(2);
+  Tensor x = f64(ref::random({4, 2, 3}, 34)).requires_grad_();
+  (bn(x) * Tensor::arange(24).reshape({4, 2, 3})).sum().backward();
+  Tensor::training = saved;
+  EXPECT_EQ(x.grad()->dtype(), dtypes::float64);
+  EXPECT_EQ(bn.weight.grad()->dtype(), dtypes::float32);
+  EXPECT_EQ(bn.bias.grad()->dtype(), dtypes::float32);
+  // d/d bias of sum(y * c) is the sum of c over each channel's positions: 0..23 in (4, 2, 3)
+  std::vector<float> bias_grad = bn.bias.grad()->to_vector<float>();
+  double want0 = 0, want1 = 0;
+  for (int n = 0; n < 4; n++)
+    for (int k = 0; k < 3; k++) want0 += n * 6 + k, want1 += n * 6 + 3 + k;
+  EXPECT_NEAR(bias_grad[0], want0, 1e-4);
+  EXPECT_NEAR(bias_grad[1], want1, 1e-4);
+}
+
 // A float64 batch through a layer with the default float32 state: the running statistics stay
 // float32 and get the batch's mean and unbiased variance (momentum 0.1 from 0 and 1).
 TEST(Normalization, BatchNormLayerFloat64InputUpdatesFloat32Stats) {
