@@ -221,7 +221,7 @@ std::vector<std::pair<const UOp*, int64_t>> choose_upcasts(const UOpRef& ast, in
   // A column sum (a split reduction's second kernel: 256 partials of a weight gradient's 25k
   // values) reads its innermost output loop contiguously: four vectors along it read whole cache
   // lines, where 8 lanes x 4 outer outputs read half lines, evicted before the next tile reads
-  // their other half (the 5x5 conv's partials: ~6 -> ~2 ms on a Zen 3).
+  // their other half (the 5x5 conv's partials: ~3 -> ~1.7 ms on a Zen 3).
   const int64_t lanes = vector_lanes(ast, outputs.back(), target.vector_bytes);
   if (lanes > 1 && range_size(outputs.back()) % (kOuterUpcast * lanes) == 0 && reads_only_along(ast, outputs.back())) {
     picks.push_back({outputs.back(), kOuterUpcast * lanes});
