@@ -235,11 +235,22 @@ namespace {
 Tensor square_with_declared_gradient(const Tensor& x, double factor) {
   Tensor y = (x * x).sum({0}, true);
   kiln::Shape shape = x.shape();
-  kiln::autograd::set_custom_gradient(y, {x}, [factor, shape](const Tensor& g, const std::vector<bool>& wanted) {
+  return kiln::autograd::set_custom_gradient(y, {x}, [factor, shape](const Tensor& g, const std::vector<bool>& wanted) {
     EXPECT_TRUE(wanted.at(0));
     return std::vector<std::optional<Tensor>>{g.expand(shape) * factor};
   });
-  return y;
+}
+
+// An elementwise result (its node an ADD) gets a custom gradient through the view handed back.
+TEST(CustomGradient, OfAnElementwiseResult) {
+  NdArray xv = ref::random({3, 4}, 33);
+  Tensor x = f64(xv).requires_grad_();
+  Tensor y = kiln::autograd::set_custom_gradient(x + x, {x}, [](const Tensor& g, const std::vector<bool>&) {
+    return std::vector<std::optional<Tensor>>{g * 5.0};
+  });
+  EXPECT_EQ(y.shape(), x.shape());
+  EXPECT_TRUE(kt::matches(y.sum().gradient({x})[0], ref::map(xv, [](double) { return 5.0; }), kExact));
+  EXPECT_TRUE(kt::matches(y, ref::map(xv, [](double v) { return 2 * v; }), kExact));
 }
 
 TEST(CustomGradient, ReplacesTheDerivedGradient) {

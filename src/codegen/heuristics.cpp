@@ -154,16 +154,11 @@ bool gathers_along(const UOpRef& ast, const UOp* r) {
                      [&](const UOp* l) { return address_reads(l, r) && linear_coefficient(address(l), r) != 1; });
 }
 
-// Whether every load in the reduction loop that moves along r reads consecutive elements, and
-// some load does.
-bool reads_only_along(const UOpRef& ast, const UOp* r) {
-  bool moves = false;
-  for (const UOp* l : loads_in_reduction(ast)) {
-    auto c = linear_coefficient(address(l), r);
-    if (c != 0 && c != 1) return false;
-    moves |= c == 1;
-  }
-  return moves;
+// Whether a load in the reduction loop reads consecutive elements along r (its copies would be
+// one vector load).
+bool reads_neighbours(const UOpRef& ast, const UOp* r) {
+  const auto loads = loads_in_reduction(ast);
+  return std::any_of(loads.begin(), loads.end(), [&](const UOp* l) { return linear_coefficient(address(l), r) == 1; });
 }
 
 // Register tiling for reductions, as a BLAS micro-kernel: upcast an output loop that some loads do
@@ -219,11 +214,12 @@ std::vector<std::pair<const UOp*, int64_t>> choose_upcasts(const UOpRef& ast, in
   // BatchNorm backward's sums over NCHW data, 8 channels x 4 chunks: ~1.25x slower, with spills)
   if (outputs.empty()) return picks;
   // A column sum (a split reduction's second kernel: 256 partials of a weight gradient's 25k
-  // values) reads its innermost output loop contiguously: four vectors along it read whole cache
+  // values) reads its innermost output loop contiguously, with every load that moves along it: four vectors along it read whole cache
   // lines, where 8 lanes x 4 outer outputs read half lines, evicted before the next tile reads
   // their other half (the 5x5 conv's partials: ~3 -> ~1.7 ms on a Zen 3).
   const int64_t lanes = vector_lanes(ast, outputs.back(), target.vector_bytes);
-  if (lanes > 1 && range_size(outputs.back()) % (kOuterUpcast * lanes) == 0 && reads_only_along(ast, outputs.back())) {
+  if (lanes > 1 && range_size(outputs.back()) % (kOuterUpcast * lanes) == 0 && reads_neighbours(ast, outputs.back()) &&
+      !gathers_along(ast, outputs.back())) {
     picks.push_back({outputs.back(), kOuterUpcast * lanes});
     return picks;
   }
@@ -232,13 +228,6 @@ std::vector<std::pair<const UOp*, int64_t>> choose_upcasts(const UOpRef& ast, in
   if (outputs.size() > 1 && range_size(outputs.front()) % kOuterUpcast == 0 && !inner_gathers)
     picks.push_back({outputs.front(), kOuterUpcast});
   return picks;
-}
-
-// Whether a load in the reduction loop reads consecutive elements along r (its copies would be
-// one vector load).
-bool reads_neighbours(const UOpRef& ast, const UOp* r) {
-  const auto loads = loads_in_reduction(ast);
-  return std::any_of(loads.begin(), loads.end(), [&](const UOp* l) { return linear_coefficient(address(l), r) == 1; });
 }
 
 // A reduced loop to vectorize when the outputs make no full vector (a conv's weight gradient:

@@ -29,7 +29,7 @@ void check_rank(const Tensor& x, int64_t min_rank, const char* layer, const char
 // x: weight * invstd * (g - (S1 + xhat * S2) / n). Derived from the graph, the same sums came out
 // as four reductions (through bias, weight, mean and invstd), each a kernel re-reading g and the
 // max-pool backward before it (~7 ms apiece at the MNIST CNN's first BatchNorm, batch 512).
-void attach_batch_statistics_gradient(const Tensor& y, const Tensor& x, const Tensor& weight, const Tensor& bias,
+Tensor with_batch_statistics_gradient(const Tensor& y, const Tensor& x, const Tensor& weight, const Tensor& bias,
                                       const Tensor& mean, const Tensor& invstd, const std::vector<int>& axes,
                                       const Shape& stat_shape) {
   UOpRef x_node = x.uop(), w_node = weight.uop(), mean_node = mean.uop(), invstd_node = invstd.uop();
@@ -45,7 +45,7 @@ void attach_batch_statistics_gradient(const Tensor& y, const Tensor& x, const Te
     if (wanted[2]) grads[2] = s1.reshape({stat_shape[1]}).cast(b_dtype);
     return grads;
   };
-  autograd::set_custom_gradient(y, {x, weight, bias}, backward);
+  return autograd::set_custom_gradient(y, {x, weight, bias}, backward);
 }
 
 }  // namespace
@@ -162,12 +162,7 @@ Tensor BatchNorm::operator()(const Tensor& x) const {
   }
   Tensor invstd = (var + eps).rsqrt();
   Tensor y = x.batchnorm(weight, bias, mean, invstd);
-  if (Tensor::no_grad) return y;
-  // custom gradients attach to a reduction or a movement node (custom_gradient.h): a reshape to
-  // the same shape, a view that costs nothing, is the layer's own output node
-  y = Tensor(UOp::make(Ops::RESHAPE, y.dtype(), {y.uop()}, y.shape()));
-  attach_batch_statistics_gradient(y, x, weight, bias, mean, invstd, axes, stat_shape);
-  return y;
+  return Tensor::no_grad ? y : with_batch_statistics_gradient(y, x, weight, bias, mean, invstd, axes, stat_shape);
 }
 
 void BatchNorm::collect(StateDict& out, const std::string& prefix) const {

@@ -32,15 +32,18 @@ struct Registry {
 
 }  // namespace
 
-void set_custom_gradient(const Tensor& out, std::vector<Tensor> inputs, CustomBackward backward) {
-  const UOp* node = out.uop().get();
-  if (node->op != Ops::REDUCE && node->op != Ops::RESHAPE && node->op != Ops::PERMUTE)
-    throw_error("set_custom_gradient: a custom gradient needs a REDUCE, RESHAPE or PERMUTE node, got ", op_name(node->op));
+Tensor set_custom_gradient(const Tensor& out, std::vector<Tensor> inputs, CustomBackward backward) {
+  const Ops op = out.uop()->op;
+  const Tensor result = op == Ops::REDUCE || op == Ops::RESHAPE || op == Ops::PERMUTE
+                            ? out
+                            : Tensor(UOp::make(Ops::RESHAPE, out.dtype(), {out.uop()}, out.shape()));
+  const UOp* node = result.uop().get();
   CustomGradient entry{{}, std::move(backward)};
   for (const Tensor& t : inputs) entry.inputs.push_back(t.uop());
   Registry& r = Registry::get();
   std::lock_guard lock(r.mu);
   r.entries[node] = std::move(entry);
+  return result;
 }
 
 std::optional<CustomGradient> custom_gradient(const UOp* node) {

@@ -22,10 +22,13 @@ struct CustomGradient {
   CustomBackward backward;
 };
 
-// From now on, the gradient through `out`'s node comes from `backward`. The entry lives as long
-// as the node does. Capture UOpRefs, not Tensors, in `backward`: a Tensor may be assigned a new
-// value later (optimizer steps), its graph node may not.
-void set_custom_gradient(const Tensor& out, std::vector<Tensor> inputs, CustomBackward backward);
+// `out` with its gradient from `backward` instead of derived: the composite's result to hand on.
+// That is `out` itself when it ends in a reduction or a movement op, else a same-shape reshape of
+// it (a view that costs nothing): only those ops' nodes are watched for their release, which
+// every elementwise node would otherwise pay for. The entry lives as long as the node does.
+// Capture UOpRefs, not Tensors, in `backward`: a Tensor may be assigned a new value later
+// (optimizer steps), its graph node may not.
+[[nodiscard]] Tensor set_custom_gradient(const Tensor& out, std::vector<Tensor> inputs, CustomBackward backward);
 // The custom gradient registered for `node`, if any.
 std::optional<CustomGradient> custom_gradient(const UOp* node);
 

@@ -316,7 +316,7 @@ Tensor conv_weight_gradient(const Tensor& x, const Tensor& g, const Shape& kerne
 // a buffer, so its inner loop reads without bounds checks and vectorizes like the forward pass
 // (the sliding window's derived gradient sums gated reads instead); for w, with 16 or more input
 // channels a matmul over channels-last copies (conv_weight_gradient), else the derived gradient.
-void attach_conv_gradient(const Tensor& r, const Tensor& xp, const Tensor& w, const Shape& stride,
+Tensor with_conv_gradient(const Tensor& r, const Tensor& xp, const Tensor& w, const Shape& stride,
                           const Shape& dilation, int64_t groups) {
   UOpRef xp_node = xp.uop(), w_node = w.uop();
   auto backward = [=](const Tensor& g, const std::vector<bool>& wanted) {
@@ -346,7 +346,7 @@ void attach_conv_gradient(const Tensor& r, const Tensor& xp, const Tensor& w, co
     }
     return grads;
   };
-  autograd::set_custom_gradient(r, {xp, w}, backward);
+  return autograd::set_custom_gradient(r, {xp, w}, backward);
 }
 
 // Convolution with per-axis strides, dilations and (possibly negative, asymmetric) padding.
@@ -364,7 +364,7 @@ Tensor conv(const Tensor& x_in, const Tensor& w, const std::optional<Tensor>& bi
   const bool padded = std::any_of(padding.begin(), padding.end(), [](auto p) { return p.first > 0 || p.second > 0; });
   const Tensor xp = padded ? padded_input(x_in, padding, w, stride, dilation, groups) : pad_spatial(x_in, padding);
   Tensor r = conv_core(xp, w, stride, dilation, groups);
-  if (!Tensor::no_grad) attach_conv_gradient(r, xp, w, stride, dilation, groups);
+  if (!Tensor::no_grad) r = with_conv_gradient(r, xp, w, stride, dilation, groups);
   if (!bias) return r;
   if (bias->shape() != Shape{cout})
     throw_error("conv2d: expected a bias of shape (", cout, "), got ", shape_to_string(bias->shape()));
