@@ -2,6 +2,7 @@
 // kernels, the compile cache and the device registry.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,6 +26,7 @@
 #include "runtime/disk_cache.h"
 #include "support/env.h"
 #include "error_message.h"
+#include "process_tree.h"
 #include "temp_cache.h"
 #include "support/hash.h"
 #include "support/thread_pool.h"
@@ -294,6 +296,47 @@ TEST(CcCompiler, ConcurrentCompilesOfOneSourceAgree) {
   for (std::thread& t : threads) t.join();
   for (const std::string& p : paths) EXPECT_EQ(p, paths[0]);
   EXPECT_EQ(cache.files().size(), 1u);
+}
+
+// After a compile the next one's compiler process is already started, waiting for its source; the
+// next compile uses it (and starts another).
+TEST(CcCompiler, NextCompilerIsStartedAhead) {
+  TempCache cache;
+  CcCompiler cc;
+  cc.compile(single_core_kernel(1));
+  const std::vector<pid_t> spare = kt::child_processes();
+  ASSERT_EQ(spare.size(), 1u);
+  EXPECT_EQ(kt::command_line(spare[0]).rfind(cc.name(), 0), 0u) << kt::command_line(spare[0]);
+
+  std::unique_ptr<Program> program = get_device("CPU").load(cc.compile(single_core_kernel(2)), "k");
+  EXPECT_TRUE(computes(*program, 2));
+  const std::vector<pid_t> next = kt::child_processes();
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_NE(next[0], spare[0]);
+}
+
+// A started compiler that died while it waited is replaced, and the compile does not fail.
+TEST(CcCompiler, DeadSpareCompilerIsReplaced) {
+  TempCache cache;
+  CcCompiler cc;
+  cc.compile(single_core_kernel(3));
+  const std::vector<pid_t> spare = kt::child_processes();
+  ASSERT_EQ(spare.size(), 1u);
+  ASSERT_EQ(kill(spare[0], SIGKILL), 0);
+  std::unique_ptr<Program> program = get_device("CPU").load(cc.compile(single_core_kernel(4)), "k");
+  EXPECT_TRUE(computes(*program, 4));
+}
+
+// A different CC gets its own compiler process, not the one started for the last.
+TEST(CcCompiler, SpareCompilerFollowsCC) {
+  TempCache cache;
+  CcCompiler().compile(single_core_kernel(5));
+  env::ScopedEnv cc_env("CC", "gcc");
+  std::unique_ptr<Program> program = get_device("CPU").load(CcCompiler().compile(single_core_kernel(6)), "k");
+  EXPECT_TRUE(computes(*program, 6));
+  const std::vector<pid_t> spare = kt::child_processes();
+  ASSERT_EQ(spare.size(), 1u);
+  EXPECT_NE(kt::command_line(spare[0]).find("gcc"), std::string::npos) << kt::command_line(spare[0]);
 }
 
 // However an entry is damaged, the next compile says so once, builds it again and replaces it.

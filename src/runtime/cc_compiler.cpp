@@ -1,27 +1,23 @@
 #include "runtime/cc_compiler.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
-#include <atomic>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <vector>
 
 #include "kiln/error.h"
-#include "runtime/disk_cache.h"
+#include "runtime/process.h"
 #include "support/env.h"
-
-extern char** environ;
 
 namespace kiln::runtime {
 namespace fs = std::filesystem;
@@ -46,67 +42,6 @@ constexpr std::array kCompileFlags = {"-O3",     "-march=native",   "-fPIC",    
 constexpr std::array kLinkFlags = {"-shared"};
 constexpr int kSourceLinesInErrors = 40;
 
-struct ProcessResult {
-  int exit_code = 0;
-  std::string output;  // stdout and stderr, interleaved
-};
-
-// Runs argv[0] (looked up on PATH) with argv directly, without a shell, so paths need no quoting.
-ProcessResult run_process(const std::vector<std::string>& argv) {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) throw_error("could not create a pipe: ", std::strerror(errno));
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
-
-  std::vector<char*> cargv;
-  for (const std::string& arg : argv) cargv.push_back(const_cast<char*>(arg.c_str()));
-  cargv.push_back(nullptr);
-
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, cargv[0], &actions, nullptr, cargv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(fds[1]);
-  if (rc != 0) {
-    close(fds[0]);
-    throw_error("could not run '", argv[0], "': ", std::strerror(rc));
-  }
-
-  ProcessResult result;
-  char buf[4096];
-  while (true) {
-    ssize_t n = read(fds[0], buf, sizeof buf);
-    if (n > 0) result.output.append(buf, static_cast<size_t>(n));
-    else if (n == 0 || errno != EINTR) break;
-  }
-  close(fds[0]);
-
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
-}
-
-bool is_executable_file(const fs::path& path) {
-  std::error_code ec;
-  return fs::is_regular_file(path, ec) && access(path.c_str(), X_OK) == 0;
-}
-
-// Full path of an executable: names with a '/' are taken as is, others are searched on PATH.
-std::string find_program(const std::string& name) {
-  if (name.find('/') != std::string::npos) return is_executable_file(name) ? name : "";
-  std::stringstream path(env::get_string("PATH", "/usr/local/bin:/usr/bin:/bin"));
-  for (std::string dir; std::getline(path, dir, ':');) {
-    fs::path candidate = fs::path(dir.empty() ? "." : dir) / name;
-    if (is_executable_file(candidate)) return candidate.string();
-  }
-  return "";
-}
-
 struct Toolchain {
   std::vector<std::string> command;  // resolved compiler path, then extra flags from CC
   std::string version;               // its `--version` output, so upgrades invalidate the cache
@@ -114,9 +49,15 @@ struct Toolchain {
   // Flags for this compiler only: clang turns loops and lanes of exp/log/sin/... into calls of
   // glibc's vector math library (libmvec: 4 or 8 lanes per call) instead of one scalar call each.
   std::vector<std::string> own_flags() const {
-    if (version.find("clang") != std::string::npos) return {"-fveclib=libmvec"};
+    if (is_clang()) return {"-fveclib=libmvec"};
     return {};
   }
+  // The output path that is the compiler's standard output (an in-memory file, below): clang's "-".
+  // gcc hands "-" to its assembler, which cannot write an object to a stream but opens the file by
+  // path. Not /dev/stdout: the assembler first unlinks an output file that is not empty, and as root
+  // that deletes the /dev/stdout link itself; nothing in /proc can be unlinked.
+  std::string stdout_path() const { return is_clang() ? "-" : "/proc/self/fd/1"; }
+  bool is_clang() const { return version.find("clang") != std::string::npos; }
 };
 
 std::string join(const std::vector<std::string>& words) {
@@ -189,43 +130,64 @@ Toolchain find_toolchain() {
   return it->second;
 }
 
-// Deletes temporary files however compile() exits.
-struct TempFiles {
-  std::vector<fs::path> paths;
-  ~TempFiles() {
-    std::error_code ec;
-    for (const fs::path& p : paths) fs::remove(p, ec);
-  }
-};
-
-// Compiles `source`, written to `source_file`, into the object file `object`.
-ProcessResult run_compiler(const Toolchain& tc, const std::string& source, const fs::path& source_file,
-                           const fs::path& object) {
-  {
-    std::ofstream out(source_file, std::ios::binary);
-    out << source;
-    out.close();
-    if (!out) throw_error("could not write ", source_file.string());
-  }
+std::vector<std::string> compile_command(const Toolchain& tc) {
   std::vector<std::string> argv = tc.command;
   argv.insert(argv.end(), kCompileFlags.begin(), kCompileFlags.end());
   for (const std::string& flag : tc.own_flags()) argv.push_back(flag);
-  argv.insert(argv.end(), {source_file.string(), "-o", object.string()});
-  return run_process(argv);
+  argv.insert(argv.end(), {"-", "-o", tc.stdout_path()});
+  return argv;
 }
 
-bool built(const ProcessResult& result, const fs::path& output) {
-  std::error_code ec;
-  return result.exit_code == 0 && fs::exists(output, ec);
+// One compile: a compiler process that reads C source on its standard input and writes the object
+// file to its standard output, an anonymous in-memory file. Nothing touches the disk, and a spare
+// (below) whose parent died compiles its empty input into that file and leaves nothing behind.
+struct CompileJob {
+  explicit CompileJob(const std::vector<std::string>& argv)
+      : object(memfd_create("kiln-kernel.o", MFD_CLOEXEC)), compiler(argv, -1, object.fd) {
+    if (object.fd < 0) throw_error("could not create an in-memory file for a kernel: ", std::strerror(errno));
+  }
+  OwnedFd object;
+  ChildProcess compiler;
+};
+
+// The next compile's process, started as soon as a compile begins and left waiting for its source.
+// A process that compiles one kernel usually compiles more (a schedule's kernels, a BEAM search, a
+// training step's first run), and each of those then skips the compiler's start-up: ~40 ms of the
+// ~55 ms clang 14 takes for a small kernel (loading and relocating libLLVM, static initializers).
+class SpareCompiler {
+ public:
+  // A started compile for argv: the spare if it was started with argv, else a new process.
+  std::unique_ptr<CompileJob> take(const std::vector<std::string>& argv, bool& was_spare) {
+    std::lock_guard lock(mu_);
+    std::unique_ptr<CompileJob> job;
+    if (spare_ && spare_->compiler.ours() && spare_->compiler.argv() == argv) job = std::move(spare_);
+    was_spare = job != nullptr;
+    if (!job) job = std::make_unique<CompileJob>(argv);
+    spare_ = std::make_unique<CompileJob>(argv);  // replaces (kills) one started for another CC
+    return job;
+  }
+
+ private:
+  std::mutex mu_;
+  std::unique_ptr<CompileJob> spare_;
+};
+
+SpareCompiler& spare_compiler() {
+  static SpareCompiler spare;  // destroyed at exit, which kills the unused spare
+  return spare;
+}
+
+bool built(const ProcessResult& result, const CompileJob& job) {
+  struct stat st {};
+  return result.exit_code == 0 && fstat(job.object.fd, &st) == 0 && st.st_size > 0;
 }
 
 // After a failed compile: if the toolchain cannot build even an empty file, the compiler is at
 // fault, not the kernel, and its output would only bury that.
-void check_compiler_works(const Toolchain& tc, const fs::path& dir) {
-  std::string stem = "probe." + disk_cache::unique_suffix();
-  TempFiles temps{{dir / (stem + ".c"), dir / (stem + ".o")}};
-  ProcessResult result = run_compiler(tc, "void kiln_probe(void) {}\n", temps.paths[0], temps.paths[1]);
-  if (!built(result, temps.paths[1])) throw_not_a_compiler(tc.command, "compiling an empty C file", result);
+void check_compiler_works(const std::vector<std::string>& command, const std::vector<std::string>& argv) {
+  CompileJob probe(argv);
+  ProcessResult result = probe.compiler.finish("void kiln_probe(void) {}\n");
+  if (!built(result, probe)) throw_not_a_compiler(command, "compiling an empty C file", result);
 }
 
 // `ld` from PATH, the linker clang and gcc run themselves. (Asking the compiler for it with
@@ -236,12 +198,12 @@ std::string find_linker() {
   return path;
 }
 
-// Links `object` into the shared object `binary`.
-ProcessResult run_linker(const std::string& linker, const fs::path& object, const fs::path& binary) {
+// Links the object file, read from `object_fd`, into the shared object `binary`.
+ProcessResult run_linker(const std::string& linker, int object_fd, const fs::path& binary) {
   std::vector<std::string> argv = {linker};
   argv.insert(argv.end(), kLinkFlags.begin(), kLinkFlags.end());
-  argv.insert(argv.end(), {"-o", binary.string(), object.string()});
-  return run_process(argv);
+  argv.insert(argv.end(), {"-o", binary.string(), "/dev/stdin"});
+  return run_process(argv, object_fd);
 }
 
 // -march=native binaries only run on this kind of CPU: its model and feature flags join the cache
@@ -273,18 +235,24 @@ std::string CcCompiler::build(const std::string& source, bool reuse_entry) {
                           join({kCompileFlags.begin(), kCompileFlags.end()}) + join(tc.own_flags()) + '\0' +
                           join({kLinkFlags.begin(), kLinkFlags.end()}) + '\0' + host_cpu_id();
   return cached_build("cpu", key, !reuse_entry, [&](const std::string& binary) {
-    // The work files sit next to the binary, in the cache folder.
-    TempFiles temps{{binary + ".c", binary + ".o"}};
-    const fs::path &source_file = temps.paths[0], &object = temps.paths[1];
-    ProcessResult compiled = run_compiler(tc, source, source_file, object);
-    if (!built(compiled, object)) {
-      check_compiler_works(tc, object.parent_path());
+    const std::vector<std::string> argv = compile_command(tc);
+    bool was_spare = false;
+    std::unique_ptr<CompileJob> job = spare_compiler().take(argv, was_spare);
+    ProcessResult compiled = job->compiler.finish(source);
+    if (!built(compiled, *job) && was_spare) {
+      // A spare can have died while it waited (killed, out of memory): the verdict is a new process's.
+      job = std::make_unique<CompileJob>(argv);
+      compiled = job->compiler.finish(source);
+    }
+    if (!built(compiled, *job)) {
+      check_compiler_works(tc.command, argv);
       throw_error("CPU kernel failed to compile (", tc.command[0], " exited with ", compiled.exit_code, "):\n",
                   compiled.output, "source:\n", numbered_source(source, kSourceLinesInErrors));
     }
     const std::string linker = find_linker();
-    ProcessResult linked = run_linker(linker, object, binary);
-    if (!built(linked, binary))
+    ProcessResult linked = run_linker(linker, job->object.fd, binary);
+    std::error_code ec;
+    if (linked.exit_code != 0 || !fs::exists(binary, ec))
       throw_error("CPU kernel failed to link (", linker, " exited with ", linked.exit_code, "):\n", linked.output);
   });
 }
