@@ -202,7 +202,7 @@ std::string find_linker() {
 ProcessResult run_linker(const std::string& linker, int object_fd, const fs::path& binary) {
   std::vector<std::string> argv = {linker};
   argv.insert(argv.end(), kLinkFlags.begin(), kLinkFlags.end());
-  argv.insert(argv.end(), {"-o", binary.string(), "/dev/stdin"});
+  argv.insert(argv.end(), {"-o", binary.string(), "/proc/self/fd/0"});
   return run_process(argv, object_fd);
 }
 
