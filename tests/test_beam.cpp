@@ -6,7 +6,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <cstdlib>
 #include <functional>
+#include <memory>
 #include <random>
 
 #include "codegen/codegen.h"
@@ -125,6 +127,9 @@ TEST(Opts, IllegalOptsAreRefusedByName) {
   EXPECT_FALSE(codegen::apply_opt(ast, {OptOp::UNROLL, 0, 4}, target));   // an output loop
   EXPECT_FALSE(codegen::apply_opt(ast, {OptOp::UPCAST, 9, 2}, target));   // no such loop
   EXPECT_FALSE(codegen::apply_opt(ast, {OptOp::SWAP, 0, 2}, target));     // with a reduced loop
+  EXPECT_FALSE(codegen::apply_opt(ast, {OptOp::PADTO, 1, 4}, target));    // 20 is a multiple of 4 already
+  EXPECT_TRUE(codegen::apply_opt(ast, {OptOp::PADTO, 1, 8}, target));
+  EXPECT_TRUE(codegen::apply_opt(ast, {OptOp::PADTO, 2, 16}, target));    // reduced loops too
   // one UNROLL per kernel
   expect_error([&] { codegen::apply_opts(ast, {{OptOp::UNROLL, 2, 8}, {OptOp::UNROLL, 2, 5}}, target); },
                "UNROLL(axis=2, amt=5) does not apply");
@@ -153,6 +158,57 @@ TEST(Opts, RandomLegalOptsNeverChangeResults) {
     }
   }
   EXPECT_GE(tried, 60);
+}
+
+// Runs `ast` with `opts` on buffers followed by guard bytes, from `initial`; expects the guards
+// untouched: a padded loop's extra iterations must not store past a buffer's end.
+void expect_nothing_written_past_the_end(const UOpRef& ast, const codegen::Target& target, const std::vector<Opt>& opts,
+                                         const std::vector<std::vector<unsigned char>>& initial) {
+  constexpr size_t kGuard = 4096;
+  constexpr unsigned char kPoison = 0xAB;
+  const engine::Candidate c = engine::compile_candidate(ast, cpu(), target, opts);
+  std::vector<std::unique_ptr<unsigned char, decltype(&std::free)>> memory;
+  std::vector<void*> addresses;
+  for (const std::vector<unsigned char>& contents : initial) {
+    const size_t bytes = (contents.size() + kGuard + 63) / 64 * 64;
+    memory.emplace_back(static_cast<unsigned char*>(std::aligned_alloc(64, bytes)), &std::free);
+    std::memset(memory.back().get(), kPoison, bytes);
+    std::memcpy(memory.back().get(), contents.data(), contents.size());
+    addresses.push_back(memory.back().get());
+  }
+  c.runtime->launch_grid(addresses, {}, {c.program.global_size, c.program.local_size}, true);
+  for (size_t i = 0; i < initial.size(); i++)
+    for (size_t b = initial[i].size(); b < initial[i].size() + kGuard; b++)
+      ASSERT_EQ(memory[i].get()[b], kPoison) << kernel_name(ast) << " with " << codegen::opts_to_string(opts)
+                                             << "wrote byte " << b - initial[i].size() << " past buffer " << i;
+}
+
+// PADTO on every loop of the sample kernels it applies to, alone and followed by the tile of its
+// amount (which it makes legal): the same results as without opts, nothing stored past the end.
+TEST(Opts, PaddedLoopsComputeTheSameAndStoreNothingPastTheEnd) {
+  kt::TempCache cache;
+  std::mt19937 rng(20261126);
+  const codegen::Target noopt = target_of(cpu(), false), target = target_of(cpu());
+  int padded = 0, tiled = 0;
+  for (const UOpRef& ast : sample_kernels()) {
+    const kt::WithoutOpts reference(ast, cpu(), noopt, rng);
+    engine::KernelBuffers shape(ast, cpu());
+    std::vector<std::vector<unsigned char>> initial;
+    for (size_t i = 0; i < shape.count(); i++) initial.push_back(kt::random_bytes(shape.dtype(i), shape.bytes(i), rng));
+    for (const UOp* r : codegen::ranges_of(ast))
+      for (int64_t amt : {8, 16}) {
+        std::vector<Opt> opts = {{OptOp::PADTO, codegen::axis_id(r), amt}};
+        if (!codegen::opt_applies(ast, opts[0], target)) continue;
+        const Opt tile{codegen::axis_type(r) == AxisType::REDUCE ? OptOp::UNROLL : OptOp::UPCAST, codegen::axis_id(r), amt};
+        if (codegen::opt_applies(codegen::apply_opt(ast, opts[0], target), tile, target)) opts.push_back(tile);
+        reference.expect_same_with(opts, target);
+        expect_nothing_written_past_the_end(ast, target, opts, initial);
+        padded++;
+        tiled += opts.size() > 1;
+      }
+  }
+  EXPECT_GE(padded, 30);
+  EXPECT_GE(tiled, 15);
 }
 
 TEST(Beam, SearchesOnceThenAnswersFromTheDiskCache) {

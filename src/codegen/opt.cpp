@@ -22,7 +22,7 @@ namespace {
 // only grow the code past the instruction cache and the registers.
 constexpr int64_t kMaxExpansion = 512;
 
-constexpr const char* kOpNames[] = {"THREAD", "UPCAST", "UNROLL", "SWAP", "LOCAL", "GROUP"};
+constexpr const char* kOpNames[] = {"THREAD", "UPCAST", "UNROLL", "SWAP", "LOCAL", "GROUP", "PADTO"};
 
 // OpenCL and CUDA launch at most 3 dimensions of work-items, and CUDA at most 64 along the third.
 constexpr size_t kMaxLocalDims = 3;
@@ -168,6 +168,35 @@ UOpRef split_range(const UOpRef& ast, const UOp* r, int64_t amt, AxisType inner_
   return simplify(substitute(substitute(ast, ends), {{r, whole ? inner : outer * amt + inner}}), "simplify split");
 }
 
+// r (size n) -> a loop of n rounded up to a multiple of amt whose extra iterations do nothing: the
+// buffer accesses that vary with it are gated by r < n (a gated load reads element 0 and gives 0,
+// a gated store writes nothing), and a reduction over it takes its identity instead of the value.
+UOpRef pad_range(const UOpRef& ast, const UOp* r, int64_t amt) {
+  const int64_t n = range_size(r);
+  UOpRef wide = UOp::make(Ops::RANGE, r->dtype, {UOp::const_(r->dtype, double((n + amt - 1) / amt * amt))}, r->arg);
+  const UOpRef valid = wide < n;
+  const UOpRef padded = substitute(ast, {{r, wide}});
+  std::unordered_map<const UOp*, UOpRef> gated;
+  for (const UOp* u : padded->toposort()) {
+    if (u->op != Ops::INDEX || u->src[0]->op != Ops::PARAM || !ranges_below(u->src[1].get()).count(wide.get())) continue;
+    std::vector<UOpRef> src = u->src;
+    if (src.size() > 2) src[2] = src[2] & valid;
+    else src.push_back(valid);
+    gated[u] = u->with_src(std::move(src));
+  }
+  const UOpRef accessed = substitute(padded, gated);
+  std::unordered_map<const UOp*, UOpRef> identities;
+  for (const UOp* u : accessed->toposort()) {
+    if (!reduces_over(u, wide.get())) continue;
+    const UOpRef& value = u->src[0];
+    const UOpRef identity = UOp::const_(value->dtype, reduce_identity(u->arg_as<ReduceArg>().op, value->dtype));
+    std::vector<UOpRef> src = u->src;
+    src[0] = UOp::make(Ops::WHERE, value->dtype, {valid, value, identity});
+    identities[u] = u->with_src(std::move(src));
+  }
+  return simplify(substitute(accessed, identities), "simplify padto");
+}
+
 // Reads `literal` then an integer at `pos` of `line`; false if either is not there.
 bool read_field(std::string_view line, size_t& pos, std::string_view literal, int64_t& value) {
   if (line.substr(pos, literal.size()) != literal) return false;
@@ -265,6 +294,8 @@ bool opt_applies(const UOpRef& ast, const Opt& opt, const Target& target) {
       const UOp* other = find_range(ast, opt.amt);
       return other && other != r && output(type) && output(axis_type(other));
     }
+    case OptOp::PADTO:
+      return (output(type) || type == AxisType::REDUCE) && opt.amt >= 2 && range_size(r) % opt.amt != 0;
   }
   return false;
 }
@@ -278,6 +309,7 @@ UOpRef apply_opt(const UOpRef& ast, const Opt& opt, const Target& target) {
     case OptOp::UNROLL: return split_range(ast, r, opt.amt, AxisType::UNROLL);
     case OptOp::LOCAL: return split_range(ast, r, opt.amt, AxisType::LOCAL);
     case OptOp::GROUP: return split_range(ast, r, opt.amt, AxisType::GROUP_REDUCE);
+    case OptOp::PADTO: return pad_range(ast, r, opt.amt);
     case OptOp::SWAP: {
       const UOp* other = find_range(ast, opt.amt);
       return substitute(ast, {{r, r->with_arg(RangeArg{opt.amt, axis_type(r)})},
@@ -302,12 +334,14 @@ UOpRef apply_opts(const UOpRef& ast, const std::vector<Opt>& opts, const Target&
 
 std::vector<Opt> possible_opts(const UOpRef& ast, const Target& target) {
   static constexpr int64_t kAmounts[] = {2, 3, 4, 5, 8, 16, 32};
+  static constexpr int64_t kPadAmounts[] = {4, 8, 16};  // vector widths and register tiles
   static constexpr int64_t kLocalAmounts[] = {2, 3, 4, 8, 16, 32, 64, 128, 256};
   std::vector<Opt> candidates;
   const auto ranges = ranges_of(ast);
   for (const UOp* r : ranges) {
     const AxisType type = axis_type(r);
     if (type == AxisType::LOOP) candidates.push_back({OptOp::THREAD, axis_id(r), std::min<int64_t>(target.max_threads, range_size(r))});
+    for (int64_t amt : kPadAmounts) candidates.push_back({OptOp::PADTO, axis_id(r), amt});
     for (int64_t amt : kAmounts) {
       if (type == AxisType::LOOP || type == AxisType::THREAD) candidates.push_back({OptOp::UPCAST, axis_id(r), amt});
       if (type == AxisType::REDUCE) candidates.push_back({OptOp::UNROLL, axis_id(r), amt});

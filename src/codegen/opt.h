@@ -8,6 +8,10 @@
 //   UNROLL(axis, amt)  a reduced loop split the same way, its inner part summed in SIMD lanes
 //                      (vectorize.cpp), one such loop per kernel;
 //   SWAP(axis, amt)    the output loops `axis` and `amt` trade places in the loop nest;
+//   PADTO(axis, amt)   a loop (output or reduced) of n iterations runs n rounded up to a multiple
+//                      of amt, the extra ones doing nothing: every buffer access that varies with it
+//                      is gated by r < n, and a reduction over it adds its identity there. Then a
+//                      tile of amt (UPCAST, UNROLL) fits sizes it does not divide (n = 1000, 257);
 //   LOCAL(axis, amt)   an output loop split the same way, r_inner becoming amt work-items of a
 //                      work-group (get_local_id / threadIdx): devices with work-groups only;
 //   GROUP(axis, amt)   a reduced loop split the same way, r_inner becoming amt work-items that each
@@ -28,7 +32,7 @@ namespace kiln::codegen {
 
 struct Target;
 
-enum class OptOp : uint8_t { THREAD, UPCAST, UNROLL, SWAP, LOCAL, GROUP };
+enum class OptOp : uint8_t { THREAD, UPCAST, UNROLL, SWAP, LOCAL, GROUP, PADTO };
 
 struct Opt {
   OptOp op;
@@ -58,7 +62,8 @@ int64_t thread_count(const std::vector<Opt>& opts);
 std::vector<const UOp*> local_axes(const UOpRef& ast);
 
 // Every legal opt one step from `ast` (BEAM search's moves): THREAD on an output loop, UPCAST of
-// an output loop and UNROLL of a reduced one by the amounts that divide them, SWAP of two loops,
+// an output loop and UNROLL of a reduced one by the amounts that divide them, PADTO of a loop to
+// a vector-friendly multiple it is not one of already, SWAP of two loops,
 // and on targets with work-groups LOCAL of an output loop and GROUP of a reduced one.
 std::vector<Opt> possible_opts(const UOpRef& ast, const Target& target);
 

@@ -393,11 +393,13 @@ std::string CStyleRenderer::render(const Kernel& k) const {
       case Ops::STORE: {
         const UOp* idx = u->src[0].get();
         std::string value = src(u, 1);
+        // a gated store (a PADTO loop's extra iterations) writes nothing where the gate is false
+        const std::string gate = idx->src.size() > 2 ? "if (" + name.at(idx->src[2].get()) + ") " : "";
         if (idx->src[0]->op == Ops::PARAM && u->src[1]->dtype.count > 1) {
-          line("*(" + t.reg(u->src[1]->dtype) + "*)" + name.at(idx) + " = " + value + ";");
+          line(gate + "*(" + t.reg(u->src[1]->dtype) + "*)" + name.at(idx) + " = " + value + ";");
         } else if (idx->src[0]->op == Ops::PARAM) {
           if (is_half(u->src[1]->dtype)) value = "kiln_float_to_" + half_suffix(u->src[1]->dtype) + "(" + value + ")";
-          line("*" + name.at(idx) + " = " + value + ";");
+          line(gate + "*" + name.at(idx) + " = " + value + ";");
         } else {
           line(name.at(idx) + " = " + value + ";");
         }
