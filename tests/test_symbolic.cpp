@@ -351,6 +351,17 @@ TEST(SymbolicSimple, Identities) {
   EXPECT_EQ(graph_rewrite(ci(0) + r * 1, symbolic_simple()), r);
 }
 
+// A load's gate that folds to true (a PADTO tile's copies short of the loop's end) is dropped; a
+// gate that stays is kept.
+TEST(SymbolicSimple, GateThatFoldsToTrueIsDropped) {
+  UOpRef buf = UOp::make(Ops::PARAM, dtypes::float32.as_ptr(), {}, int64_t{0});
+  UOpRef r = range(0, 10);
+  UOpRef always = UOp::make(Ops::INDEX, dtypes::float32.as_ptr(), {buf, r, r < 12});
+  EXPECT_EQ(simplify(always), UOp::make(Ops::INDEX, dtypes::float32.as_ptr(), {buf, r}));
+  UOpRef sometimes = UOp::make(Ops::INDEX, dtypes::float32.as_ptr(), {buf, r, r < 7});
+  EXPECT_EQ(simplify(sometimes), sometimes);
+}
+
 TEST(SymbolicSimple, FloatsKeepIeeeSemantics) {
   UOpRef x = UOp::make(Ops::LOAD, dtypes::float32, {range(0, 4)});
   UOpRef zero = UOp::const_(dtypes::float32, 0.0), negzero = UOp::const_(dtypes::float32, -0.0);

@@ -69,6 +69,14 @@ const PatternMatcher& simplify_valid_rules() {
                   UOpRef address = simplify_given(idx->src[1], idx->src[2]);
                   return address == idx->src[1] ? UOpRef() : idx->with_src({idx->src[0], address, idx->src[2]});
                 }),
+      // A gate that folded to true gates nothing (a PADTO tile's copies short of the loop's end):
+      // without it the access is plain, and can be a vector one.
+      make_rule(UPat(Ops::INDEX).named("i"),
+                [](RewriteCtx*, const Match& m) {
+                  const UOpRef& idx = m["i"];
+                  if (idx->src.size() < 3 || idx->src[2]->op != Ops::CONST || idx->src[2]->const_value() == 0) return UOpRef();
+                  return idx->with_src({idx->src[0], idx->src[1]});
+                }),
   }};
   return pm;
 }
