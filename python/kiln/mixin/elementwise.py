@@ -14,6 +14,24 @@ def _scalar(x, dtype: DType | None = None) -> _kiln.Tensor:
   x = _python_scalar(x)
   return _kiln.Tensor.full([], x, dtype or dtypes.from_py(x))
 
+def _binary(name: str, doc: str | None = None):
+  """The method `name(x, reverse=False)`, calling the C++ op itself: an operator such as `a + b`
+  is this one Python frame and one C++ call (tensors first: the hot path)."""
+  cpp = getattr(_kiln.Tensor, name)
+  def op(self, x, reverse=False):
+    b = x._t if isinstance(x, TensorBase) else self._operand(x)
+    return self._wrap(cpp(b, self._t) if reverse else cpp(self._t, b))
+  op.__name__ = op.__qualname__ = name
+  op.__doc__ = doc
+  return op
+
+def _reversed(op):
+  """The reflected operator (`2 - t` is t.__rsub__(2)) of a method made by _binary."""
+  def reflected(self, x): return op(self, x, True)
+  return reflected
+
+_tensor_pow = _binary("pow")  # Tensor.pow's case of a tensor exponent or base
+
 class ElementwiseMixin(TensorBase):
   __slots__ = ()
 
@@ -26,37 +44,22 @@ class ElementwiseMixin(TensorBase):
     own = self.dtype.is_float or (self.dtype.is_int and isinstance(x, int))
     return _scalar(x, self.dtype if own else None)
 
-  def _binop(self, op: str, x, reverse: bool = False):
-    a, b = self._t, x._t if isinstance(x, TensorBase) else self._operand(x)  # tensors first: the hot path
-    return self._wrap(getattr(b, op)(a) if reverse else getattr(a, op)(b))
-
   # ***** binary *****
-  def add(self, x, reverse=False): return self._binop("add", x, reverse)
-  def sub(self, x, reverse=False): return self._binop("sub", x, reverse)
-  def mul(self, x, reverse=False): return self._binop("mul", x, reverse)
-  def div(self, x, reverse=False):
-    """True division: integer inputs give a float result."""
-    return self._binop("div", x, reverse)
+  add, sub, mul = _binary("add"), _binary("sub"), _binary("mul")
+  div = _binary("div", "True division: integer inputs give a float result.")
+  idiv = _binary("idiv", "Floor division (Python's and PyTorch's //); integer division by zero gives 0.")
+  mod = _binary("mod", "The remainder with the divisor's sign (Python's and PyTorch's %).")
   def pow(self, x, reverse=False):
     if not reverse and not isinstance(x, TensorBase): return self._wrap(self._t.pow(float(x)))  # x**2, x**0.5 are cheap
-    return self._binop("pow", x, reverse)
-  def idiv(self, x, reverse=False):
-    """Floor division (Python's and PyTorch's //); integer division by zero gives 0."""
-    return self._binop("idiv", x, reverse)
-  def mod(self, x, reverse=False):
-    """The remainder with the divisor's sign (Python's and PyTorch's %)."""
-    return self._binop("mod", x, reverse)
+    return _tensor_pow(self, x, reverse)
   def isnan(self): return self._wrap(self._t.isnan())
   def isinf(self, detect_positive=True, detect_negative=True): return self._wrap(self._t.isinf(detect_positive, detect_negative))
   def isfinite(self): return self._wrap(self._t.isfinite())
-  def bitwise_and(self, x, reverse=False): return self._binop("bitwise_and", x, reverse)
-  def bitwise_or(self, x, reverse=False): return self._binop("bitwise_or", x, reverse)
-  def bitwise_xor(self, x, reverse=False): return self._binop("bitwise_xor", x, reverse)
+  bitwise_and, bitwise_or, bitwise_xor = _binary("bitwise_and"), _binary("bitwise_or"), _binary("bitwise_xor")
   def bitwise_not(self): return self._wrap(self._t.bitwise_not())
   def lshift(self, x: int): return self._wrap(self._t.lshift(x))
   def rshift(self, x: int): return self._wrap(self._t.rshift(x))
-  def maximum(self, x): return self._binop("maximum", x)
-  def minimum(self, x): return self._binop("minimum", x)
+  maximum, minimum = _binary("maximum"), _binary("minimum")
   def clip(self, min_=None, max_=None):
     if min_ is None and max_ is None: raise RuntimeError("clip: at least one of min_ or max_ must not be None")
     out = self.maximum(min_) if min_ is not None else self
@@ -70,12 +73,7 @@ class ElementwiseMixin(TensorBase):
     else: xt, yt = _scalar(x), _scalar(y)
     return self._wrap(self._t.where(xt, yt))
 
-  def lt(self, x): return self._binop("lt", x)
-  def gt(self, x): return self._binop("gt", x)
-  def le(self, x): return self._binop("le", x)
-  def ge(self, x): return self._binop("ge", x)
-  def eq(self, x): return self._binop("eq", x)
-  def ne(self, x): return self._binop("ne", x)
+  lt, gt, le, ge, eq, ne = (_binary(name) for name in ("lt", "gt", "le", "ge", "eq", "ne"))
 
   # ***** unary *****
   def neg(self): return self._wrap(self._t.neg())
@@ -103,35 +101,22 @@ class ElementwiseMixin(TensorBase):
 
   # ***** operators *****
   def __neg__(self): return self.neg()
-  def __add__(self, x): return self.add(x)
-  def __radd__(self, x): return self.add(x, True)
-  def __sub__(self, x): return self.sub(x)
-  def __rsub__(self, x): return self.sub(x, True)
-  def __mul__(self, x): return self.mul(x)
-  def __rmul__(self, x): return self.mul(x, True)
-  def __truediv__(self, x): return self.div(x)
-  def __rtruediv__(self, x): return self.div(x, True)
-  def __floordiv__(self, x): return self.idiv(x)
-  def __rfloordiv__(self, x): return self.idiv(x, True)
-  def __mod__(self, x): return self.mod(x)
-  def __rmod__(self, x): return self.mod(x, True)
-  def __and__(self, x): return self.bitwise_and(x)
-  def __rand__(self, x): return self.bitwise_and(x, True)
-  def __or__(self, x): return self.bitwise_or(x)
-  def __ror__(self, x): return self.bitwise_or(x, True)
-  def __xor__(self, x): return self.bitwise_xor(x)
-  def __rxor__(self, x): return self.bitwise_xor(x, True)
+  __add__, __radd__ = add, _reversed(add)
+  __sub__, __rsub__ = sub, _reversed(sub)
+  __mul__, __rmul__ = mul, _reversed(mul)
+  __truediv__, __rtruediv__ = div, _reversed(div)
+  __floordiv__, __rfloordiv__ = idiv, _reversed(idiv)
+  __mod__, __rmod__ = mod, _reversed(mod)
+  __and__, __rand__ = bitwise_and, _reversed(bitwise_and)
+  __or__, __ror__ = bitwise_or, _reversed(bitwise_or)
+  __xor__, __rxor__ = bitwise_xor, _reversed(bitwise_xor)
   def __invert__(self): return self.bitwise_not()
   def __lshift__(self, x: int): return self.lshift(x)
   def __rshift__(self, x: int): return self.rshift(x)
   def __pow__(self, x): return self.pow(x)
   def __rpow__(self, x): return self.pow(x, True)
-  def __lt__(self, x): return self.lt(x)
-  def __le__(self, x): return self.le(x)
-  def __gt__(self, x): return self.gt(x)
-  def __ge__(self, x): return self.ge(x)
-  def __eq__(self, x): return self.eq(x)  # type: ignore[override]
-  def __ne__(self, x): return self.ne(x)  # type: ignore[override]
+  __lt__, __le__, __gt__, __ge__ = lt, le, gt, ge
+  __eq__, __ne__ = eq, ne  # type: ignore[assignment]
   # in place, as tinygrad: the result is assigned to self (same shape and dtype)
   def __iadd__(self, x): return self.assign(self.add(x))
   def __isub__(self, x): return self.assign(self.sub(x))
