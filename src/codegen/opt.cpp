@@ -341,7 +341,10 @@ std::vector<Opt> possible_opts(const UOpRef& ast, const Target& target) {
   for (const UOp* r : ranges) {
     const AxisType type = axis_type(r);
     if (type == AxisType::LOOP) candidates.push_back({OptOp::THREAD, axis_id(r), std::min<int64_t>(target.max_threads, range_size(r))});
-    for (int64_t amt : kPadAmounts) candidates.push_back({OptOp::PADTO, axis_id(r), amt});
+    for (int64_t amt : kPadAmounts) {
+      const int64_t n = range_size(r), extra = (n + amt - 1) / amt * amt - n;
+      if (extra * 4 <= n) candidates.push_back({OptOp::PADTO, axis_id(r), amt});  // at most a quarter more work
+    }
     for (int64_t amt : kAmounts) {
       if (type == AxisType::LOOP || type == AxisType::THREAD) candidates.push_back({OptOp::UPCAST, axis_id(r), amt});
       if (type == AxisType::REDUCE) candidates.push_back({OptOp::UNROLL, axis_id(r), amt});

@@ -63,7 +63,7 @@ std::vector<const UOp*> local_axes(const UOpRef& ast);
 
 // Every legal opt one step from `ast` (BEAM search's moves): THREAD on an output loop, UPCAST of
 // an output loop and UNROLL of a reduced one by the amounts that divide them, PADTO of a loop to
-// a vector-friendly multiple it is not one of already, SWAP of two loops,
+// a vector-friendly multiple it is not one of already (adding at most a quarter), SWAP of two loops,
 // and on targets with work-groups LOCAL of an output loop and GROUP of a reduced one.
 std::vector<Opt> possible_opts(const UOpRef& ast, const Target& target);
 
