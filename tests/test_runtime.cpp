@@ -79,6 +79,19 @@ bool computes(Program& program, int plus) {
   return true;
 }
 
+// Compiles single_core_kernel(plus), loads it and runs it: whether it computes that.
+bool compiles_and_computes(int plus) {
+  std::unique_ptr<Program> program = get_device("CPU").load(CcCompiler().compile(single_core_kernel(plus)), "k");
+  return computes(*program, plus);
+}
+
+// After a compile, this process's one child: the next compile's compiler, waiting for its source.
+pid_t waiting_compiler() {
+  const std::vector<pid_t> children = kt::child_processes();
+  EXPECT_EQ(children.size(), 1u);
+  return children.empty() ? -1 : children[0];
+}
+
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -302,41 +315,28 @@ TEST(CcCompiler, ConcurrentCompilesOfOneSourceAgree) {
 // next compile uses it (and starts another).
 TEST(CcCompiler, NextCompilerIsStartedAhead) {
   TempCache cache;
-  CcCompiler cc;
-  cc.compile(single_core_kernel(1));
-  const std::vector<pid_t> spare = kt::child_processes();
-  ASSERT_EQ(spare.size(), 1u);
-  EXPECT_EQ(kt::command_line(spare[0]).rfind(cc.name(), 0), 0u) << kt::command_line(spare[0]);
-
-  std::unique_ptr<Program> program = get_device("CPU").load(cc.compile(single_core_kernel(2)), "k");
-  EXPECT_TRUE(computes(*program, 2));
-  const std::vector<pid_t> next = kt::child_processes();
-  ASSERT_EQ(next.size(), 1u);
-  EXPECT_NE(next[0], spare[0]);
+  EXPECT_TRUE(compiles_and_computes(1));
+  const pid_t spare = waiting_compiler();
+  EXPECT_EQ(kt::command_line(spare).rfind(CcCompiler().name(), 0), 0u) << kt::command_line(spare);
+  EXPECT_TRUE(compiles_and_computes(2));
+  EXPECT_NE(waiting_compiler(), spare);
 }
 
 // A started compiler that died while it waited is replaced, and the compile does not fail.
 TEST(CcCompiler, DeadSpareCompilerIsReplaced) {
   TempCache cache;
-  CcCompiler cc;
-  cc.compile(single_core_kernel(3));
-  const std::vector<pid_t> spare = kt::child_processes();
-  ASSERT_EQ(spare.size(), 1u);
-  ASSERT_EQ(kill(spare[0], SIGKILL), 0);
-  std::unique_ptr<Program> program = get_device("CPU").load(cc.compile(single_core_kernel(4)), "k");
-  EXPECT_TRUE(computes(*program, 4));
+  EXPECT_TRUE(compiles_and_computes(3));
+  ASSERT_EQ(kill(waiting_compiler(), SIGKILL), 0);
+  EXPECT_TRUE(compiles_and_computes(4));
 }
 
 // A different CC gets its own compiler process, not the one started for the last.
 TEST(CcCompiler, SpareCompilerFollowsCC) {
   TempCache cache;
-  CcCompiler().compile(single_core_kernel(5));
+  EXPECT_TRUE(compiles_and_computes(5));
   env::ScopedEnv cc_env("CC", "gcc");
-  std::unique_ptr<Program> program = get_device("CPU").load(CcCompiler().compile(single_core_kernel(6)), "k");
-  EXPECT_TRUE(computes(*program, 6));
-  const std::vector<pid_t> spare = kt::child_processes();
-  ASSERT_EQ(spare.size(), 1u);
-  EXPECT_NE(kt::command_line(spare[0]).find("gcc"), std::string::npos) << kt::command_line(spare[0]);
+  EXPECT_TRUE(compiles_and_computes(6));
+  EXPECT_NE(kt::command_line(waiting_compiler()).find("gcc"), std::string::npos);
 }
 
 // However an entry is damaged, the next compile says so once, builds it again and replaces it.
@@ -514,10 +514,7 @@ TEST(DiskCache, ProcessesFillOneCacheAtOnce) {
       }
       bool ok = true;
       try {
-        for (int plus : pluses) {
-          std::unique_ptr<Program> program = get_device("CPU").load(CcCompiler().compile(single_core_kernel(plus)), "k");
-          ok = ok && computes(*program, plus);
-        }
+        for (int plus : pluses) ok = ok && compiles_and_computes(plus);
       } catch (const std::exception& e) {
         std::fprintf(stderr, "child %d: %s\n", c, e.what());
         ok = false;
