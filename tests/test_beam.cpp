@@ -87,9 +87,10 @@ TEST(Opts, MutatedOptListsParseOrThrowKilnError) {
   Tensor a = Tensor::randn({24, 40}).realize(), b = Tensor::randn({40, 20}).realize();
   const UOpRef ast = a.matmul(b).schedule().at(0).ast;
   const codegen::Target target = target_of(cpu());
-  const std::string seed = codegen::opts_to_string(codegen::hand_coded_opts(ast, target)) + "SWAP(axis=0, amt=1)\n";
+  const std::string seed = codegen::opts_to_string(codegen::hand_coded_opts(ast, target)) +
+                           "SWAP(axis=0, amt=1)\nPADTO(axis=1, amt=8)\n";
   const std::vector<std::string> tokens = {"-1", "0", "99999999999999999999", "9223372036854775807", "(", ")", ", amt=",
-                                           "(axis=", "UNROLL", "SWAP", "\n", " ", "x", ""};
+                                           "(axis=", "UNROLL", "SWAP", "PADTO", "\n", " ", "x", ""};
   std::mt19937 rng(20261125);
   auto below = [&](size_t n) { return n == 0 ? 0 : std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
   int parsed = 0, rejected = 0;
@@ -130,6 +131,7 @@ TEST(Opts, IllegalOptsAreRefusedByName) {
   EXPECT_FALSE(codegen::apply_opt(ast, {OptOp::PADTO, 1, 4}, target));    // 20 is a multiple of 4 already
   EXPECT_TRUE(codegen::apply_opt(ast, {OptOp::PADTO, 1, 8}, target));
   EXPECT_TRUE(codegen::apply_opt(ast, {OptOp::PADTO, 2, 16}, target));    // reduced loops too
+  EXPECT_FALSE(codegen::apply_opt(ast, {OptOp::PADTO, 1, int64_t{1} << 62}, target));  // past any tile
   // one UNROLL per kernel
   expect_error([&] { codegen::apply_opts(ast, {{OptOp::UNROLL, 2, 8}, {OptOp::UNROLL, 2, 5}}, target); },
                "UNROLL(axis=2, amt=5) does not apply");

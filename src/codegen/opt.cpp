@@ -294,8 +294,9 @@ bool opt_applies(const UOpRef& ast, const Opt& opt, const Target& target) {
       const UOp* other = find_range(ast, opt.amt);
       return other && other != r && output(type) && output(axis_type(other));
     }
-    case OptOp::PADTO:
-      return (output(type) || type == AxisType::REDUCE) && opt.amt >= 2 && range_size(r) % opt.amt != 0;
+    case OptOp::PADTO:  // to a multiple no tile could use past kMaxExpansion (and no overflow rounding up)
+      return (output(type) || type == AxisType::REDUCE) && opt.amt >= 2 && opt.amt <= kMaxExpansion &&
+             range_size(r) % opt.amt != 0;
   }
   return false;
 }
