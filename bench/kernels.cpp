@@ -5,7 +5,7 @@
 //   sum, fused elementwise  GB/s against a STREAM triad on all cores
 //   softmax (4096, 1024)    ms (bench/torch_kernels.py adds PyTorch's figure)
 //   conv2d 3x3              GFLOP/s against kiln's own matmul 1024
-//   dispatch latency        us per realize of tiny cached kernels
+//   dispatch latency        us per realize of tiny cached kernels (also with 1000 other tensors live)
 //   compile                 cold (fresh KILN_CACHE; median of 5 new kernels) against cached realize
 // Writes `key value` lines to out_file (default bench/results/kernels.txt) and appends one JSON
 // line to the same path with the extension .jsonl; --only runs some groups (--help lists them).
@@ -179,10 +179,17 @@ void bench_dispatch() {
     for (int k = 0; k < 5; k++) t = t * b + a;  // two ops per step, fused into one kernel
     return t;
   });
+  // A program holds many realized tensors (parameters, optimizer state, data): they should cost
+  // a realize nothing.
+  std::vector<Tensor> held;
+  for (int i = 0; i < 1000; i++) held.push_back(Tensor::rand({4}).realize());
+  double add_held_us = us_per_realize([&] { return a + b; });
   std::printf("dispatch (a+b) on 4 floats   kiln %8.2f us per realize\n", add_us);
   std::printf("dispatch 10-op chain, 4 fl.  kiln %8.2f us per realize\n", chain_us);
+  std::printf("dispatch (a+b), 1000 held    kiln %8.2f us per realize (1000 other tensors live)\n", add_held_us);
   figures.add("dispatch_add_us", add_us);
   figures.add("dispatch_chain10_us", chain_us);
+  figures.add("dispatch_add_1000_live_us", add_held_us);
 }
 
 // The first realize of a kernel no cache has seen (KILN_CACHE is a fresh folder, the constant is

@@ -321,4 +321,22 @@ TEST_F(Dispatch, AssignUpdatesInPlaceEveryTime) {
   }
 }
 
+// realize() updates only the tensors whose graphs are not settled (RESHAPEs of a buffer): one
+// that was realized and then assigned a lazy graph must be found again when a realize computes
+// part of that graph, or it would recompute that part later from inputs changed since.
+TEST_F(Dispatch, ATensorAssignedAfterItsRealizeSeesLaterRealizes) {
+  ref::NdArray a = ref::random({8}, 23), start = ref::random({8}, 24);
+  std::vector<Tensor> settled;
+  for (int i = 0; i < 100; i++) settled.push_back(kt::make(ref::random({8}, 100 + i)).realize());
+  for (int round = 0; round < 3; round++) {
+    Tensor x = kt::make(a).realize(), w = kt::make(start).realize();
+    Tensor tripled = x * 3.0f;
+    w.assign(tripled + 1.0f);
+    tripled.realize();
+    x.assign(x * 0.0f + 100.0f).realize();  // w must read tripled's buffer, not x again
+    EXPECT_TRUE(kt::matches(w, ref::map(a, [](double v) { return 3 * v + 1; }))) << round;
+  }
+  EXPECT_TRUE(kt::matches(settled[7], ref::random({8}, 107)));
+}
+
 }  // namespace

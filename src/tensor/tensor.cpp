@@ -22,26 +22,61 @@ TensorRegistry& TensorRegistry::get() {
 }
 
 void TensorRegistry::add(const std::shared_ptr<TensorImpl>& t) {
+  const bool unsettled = !settled(t->uop_.get());  // no other thread has the new tensor yet
   std::lock_guard lock(mu_);
-  // Drop dead entries now and then so the list tracks the live set.
-  if (tensors_.size() >= 64 && (tensors_.size() & (tensors_.size() - 1)) == 0)
-    std::erase_if(tensors_, [](const auto& w) { return w.expired(); });
-  tensors_.push_back(t);
+  t->registered_ = true;
+  t->next_ = first_;
+  if (first_) first_->prev_ = t.get();
+  first_ = t.get();
+  if (unsettled) {
+    t->listed_unsettled_ = true;
+    unsettled_.push_back(t);
+  }
+}
+
+void TensorRegistry::remove(TensorImpl* t) {
+  std::lock_guard lock(mu_);
+  (t->prev_ ? t->prev_->next_ : first_) = t->next_;
+  if (t->next_) t->next_->prev_ = t->prev_;
+}
+
+TensorImpl::~TensorImpl() {
+  if (registered_) TensorRegistry::get().remove(this);
+}
+
+void TensorRegistry::list_unsettled(std::weak_ptr<TensorImpl> t) {
+  std::lock_guard lock(mu_);
+  unsettled_.push_back(std::move(t));
+}
+
+std::vector<std::shared_ptr<TensorImpl>> TensorRegistry::unsettled() {
+  // Handles let go only after the lock: a tensor another thread gave up meanwhile dies with the
+  // last one, and its destructor takes the lock.
+  std::vector<std::shared_ptr<TensorImpl>> out, dropped;
+  std::lock_guard lock(mu_);
+  std::erase_if(unsettled_, [&](const std::weak_ptr<TensorImpl>& w) {
+    std::shared_ptr<TensorImpl> t = w.lock();
+    if (!t) return true;
+    std::lock_guard tensor_lock(t->mu_);
+    const bool now_settled = settled(t->uop_.get());
+    t->listed_unsettled_ = !now_settled;
+    (now_settled ? dropped : out).push_back(std::move(t));
+    return now_settled;
+  });
+  return out;
 }
 
 std::vector<std::shared_ptr<TensorImpl>> TensorRegistry::live() {
   std::lock_guard lock(mu_);
-  std::erase_if(tensors_, [](const auto& w) { return w.expired(); });
   std::vector<std::shared_ptr<TensorImpl>> out;
-  out.reserve(tensors_.size());
-  for (const auto& w : tensors_)
-    if (auto t = w.lock()) out.push_back(std::move(t));
+  for (TensorImpl* t = first_; t; t = t->next_)
+    if (auto alive = t->weak_from_this().lock()) out.push_back(std::move(alive));  // not one dying now
   return out;
 }
 
 void TensorRegistry::apply(const std::unordered_map<const UOp*, UOpRef>& becomes) {
   if (becomes.empty()) return;
-  for (const auto& t : live()) {
+  for (const auto& t : unsettled()) {
     UOpRef u = t->uop();
     if (auto it = becomes.find(u.get()); it != becomes.end()) t->set_uop(it->second);
     else if (!schedule::is_buffer_view(u.get())) t->set_uop(substitute(u, becomes));
@@ -52,7 +87,7 @@ std::unordered_set<const UOp*> TensorRegistry::in_use(const std::unordered_map<c
   std::unordered_set<const UOp*> used, seen;
   std::vector<const UOp*> stack;
   std::vector<UOpRef> graphs;  // kept alive while walked
-  for (const auto& t : live()) {
+  for (const auto& t : unsettled()) {
     graphs.push_back(t->uop());
     stack.push_back(graphs.back().get());
   }
@@ -67,6 +102,22 @@ std::unordered_set<const UOp*> TensorRegistry::in_use(const std::unordered_map<c
     for (const UOpRef& s : u->src) stack.push_back(s.get());
   }
   return used;
+}
+
+bool settled(const UOp* u) {
+  while (u->op == Ops::RESHAPE) u = u->src[0].get();
+  return u->op == Ops::BUFFER;
+}
+
+void TensorImpl::set_uop(UOpRef u) {
+  bool list;
+  {
+    std::lock_guard lock(mu_);
+    std::swap(uop_, u);  // the old graph is released after the lock
+    list = !listed_unsettled_ && !settled(uop_.get());
+    listed_unsettled_ |= list;
+  }
+  if (list) TensorRegistry::get().list_unsettled(weak_from_this());
 }
 
 std::recursive_mutex& realize_mutex() {
