@@ -8,7 +8,9 @@
 
 #include "codegen/codegen.h"
 #include "kiln/kiln.h"
+#include "opt_checks.h"
 #include "reference.h"
+#include "runtime/device.h"
 #include "support/env.h"
 
 using namespace kiln;
@@ -155,6 +157,27 @@ TEST(Vectorize, RowMaximaVectorizeAlongTheRowAndKeepNaN) {
     if (has_nan) EXPECT_TRUE(std::isnan(got[r])) << "row " << r;
     else EXPECT_EQ(got[r], static_cast<float>(want)) << "row " << r;
   }
+}
+
+TEST(Vectorize, NestedVectorMaximaStayLinearInTheSource) {
+  // a max over 32 unrolled into 8-lane vectors nests 31 KILN_VMAX: each names its first operand
+  // once, so the source the compiler parses grows linearly (with __typeof__(a) it tripled per
+  // level: clang took 24 GB on 16 levels); the kernel compiles and matches itself without opts
+  const Tensor m = Tensor::randn({3, 8, 32}).realize().max({2});
+  const std::vector<ScheduleItem> items = m.schedule();
+  ASSERT_EQ(items.size(), 1u);
+  runtime::Device& cpu = runtime::get_device("CPU");
+  const codegen::Target avx2{.renderer = &renderer::c_renderer(), .vector_bytes = 32, .vector_registers = 16};
+  const std::vector<codegen::Opt> opts = {{codegen::OptOp::UPCAST, 1, 8}, {codegen::OptOp::UNROLL, 2, 32}};
+  const codegen::Program p = codegen::to_program(items[0].ast, avx2, opts);
+  size_t nested = 0;
+  for (size_t at = p.source.find("KILN_VMAX(("); at != std::string::npos; at = p.source.find("KILN_VMAX((", at + 1)) nested++;
+  EXPECT_GE(nested, 31u) << p.source;
+  const std::string preamble = p.source.substr(0, p.source.find("KILN_BITCAST"));
+  EXPECT_FALSE(has(preamble, "__typeof__(a)")) << preamble;
+  std::mt19937 rng(5);
+  const codegen::Target noopt{.renderer = &renderer::c_renderer(), .optimize = false};
+  kt::WithoutOpts(items[0].ast, cpu, noopt, rng).expect_same_with(opts, avx2);
 }
 
 TEST(Vectorize, PerLaneOpsReadTheLanesOfVectorResults) {
