@@ -88,6 +88,20 @@ TEST(Vectorize, Float64UsesEightLanesPerRegister) {
   EXPECT_TRUE(kt::matches(c, ref::matmul(a, b)));
 }
 
+TEST(Vectorize, FusedSoftmaxRowsAreWholeVectors) {
+  // one kernel: the row's max and sum, then its outputs, each in full vectors of the target's
+  // width (not 2-lane pieces of a register tile along the row, which no reduction varies with)
+  ref::NdArray a = ref::random({64, 256}, 37, -4, 4);
+  const Tensor s = kt::make(a).softmax(1);
+  for (const int vector_bytes : {64, 32}) {
+    const codegen::Program p = program_of(s, vector_bytes);
+    const std::string full = vector_bytes == 64 ? "float_x16" : "float_x8";
+    EXPECT_TRUE(has(p.source, "*(" + full + "*)(data0+")) << "vector stores of the row:\n" << p.source;
+    EXPECT_FALSE(has(p.source, "float_x2 ")) << p.source;
+  }
+  EXPECT_TRUE(kt::matches(s, ref::softmax(a, 1)));
+}
+
 TEST(Vectorize, NarrowOutputsVectorizeTheReducedAxis) {
   // (7, 3) outputs, each a dot product over a contiguous 48: the sum runs in 16-lane vectors
   ref::NdArray x = ref::random({7, 48}, 7), y = ref::random({3, 48}, 8);
