@@ -217,6 +217,32 @@ TEST(Vectorize, GatedVectorLoadsReadOnlyInsideTheBuffer) {
   EXPECT_TRUE(kt::matches(c, ref::matmul(a, bp)));
 }
 
+TEST(Vectorize, PaddedInputsOfAConvolutionAreCopiedWithoutRemainders) {
+  // the conv's zero-padded input copy reads (y*6+x-7) % n: inside the gate (1 <= y, 1 <= x) the
+  // address is in range only with both bounds at once, and then the remainder goes
+  ref::NdArray x = ref::random({2, 3, 6, 6}, 41), w = ref::random({4, 3, 3, 3}, 42);
+  const Tensor y = kt::make(x).conv2d(kt::make(w), std::nullopt, 1, 1);
+  const std::vector<ScheduleItem> items = y.schedule();
+  ASSERT_EQ(items.size(), 2u);
+  const codegen::Target avx512{.renderer = &renderer::c_renderer(), .vector_bytes = 64, .vector_registers = 32};
+  const codegen::Program pad = codegen::to_program(items[0].ast, avx512);
+  EXPECT_TRUE(has(pad.source, "0.0f")) << pad.source;
+  EXPECT_FALSE(has(pad.source, "%")) << pad.source;
+  ref::NdArray want(Shape{2, 4, 6, 6});
+  const ref::NdArray xp = ref::pad(x, {{0, 0}, {0, 0}, {1, 1}, {1, 1}});
+  for (int64_t n = 0; n < 2; n++)
+    for (int64_t o = 0; o < 4; o++)
+      for (int64_t r = 0; r < 6; r++)
+        for (int64_t c = 0; c < 6; c++) {
+          double acc = 0;
+          for (int64_t i = 0; i < 3; i++)
+            for (int64_t ky = 0; ky < 3; ky++)
+              for (int64_t kx = 0; kx < 3; kx++) acc += xp.at({n, i, r + ky, c + kx}) * w.at({o, i, ky, kx});
+          want.at({n, o, r, c}) = acc;
+        }
+  EXPECT_TRUE(kt::matches(y, want));
+}
+
 TEST(Vectorize, TransposedCopiesAreTiled) {
   // NHWC -> NCHW plus a bias: the stores run along W, the loads along C (a line apart along W);
   // the tile takes 16 channels x 4 pixels, so each loaded line serves 16 stores (heuristics.cpp)

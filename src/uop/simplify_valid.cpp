@@ -44,17 +44,35 @@ std::unordered_map<const UOp*, std::pair<double, double>> bounds_in(const UOpRef
   return out;
 }
 
-UOpRef simplify_given(const UOpRef& address, const UOpRef& gate) {
-  UOpRef best = address;
+// The address with each expression in `narrowed` replaced by a variable of its range inside the
+// gate (fresh + lo), simplified, and the expressions put back.
+UOpRef simplify_within(const UOpRef& address, const std::vector<std::pair<const UOp*, std::pair<double, double>>>& narrowed) {
+  std::unordered_map<const UOp*, UOpRef> to_fresh, back_from_fresh;
   int64_t placeholder = -1;
-  for (const auto& [x, range] : bounds_in(gate)) {
-    auto [lo, hi] = range;
-    if (lo > hi || (lo == x->vmin() && hi == x->vmax())) continue;  // never valid, or nothing learned
+  for (const auto& [x, range] : narrowed) {
+    const auto [lo, hi] = range;
     UOpRef fresh = UOp::make(Ops::RANGE, x->dtype, {UOp::const_(x->dtype, hi - lo + 1)}, RangeArg{placeholder--, AxisType::LOOP});
-    UOpRef inside = simplify(substitute(best, {{x, fresh + UOp::const_(x->dtype, lo)}}));
-    UOpRef back = simplify(substitute(inside, {{fresh.get(), x->ref() - UOp::const_(x->dtype, lo)}}));
-    if (divisions(back) < divisions(best)) best = back;
+    to_fresh[x] = fresh + UOp::const_(x->dtype, lo);
+    back_from_fresh[fresh.get()] = x->ref() - UOp::const_(x->dtype, lo);
   }
+  return simplify(substitute(simplify(substitute(address, to_fresh)), back_from_fresh));
+}
+
+// Each bound alone, then all of them together: a padded 2-D read's address ((y*56+x-57) % n) stays
+// in range only when both y >= 1 and x >= 1 (the conv input's padding copy: 8 -> 2 ms, vectorized).
+UOpRef simplify_given(const UOpRef& address, const UOpRef& gate) {
+  std::vector<std::pair<const UOp*, std::pair<double, double>>> narrowed;
+  for (const auto& [x, range] : bounds_in(gate)) {
+    const auto [lo, hi] = range;
+    if (lo > hi || (lo == x->vmin() && hi == x->vmax())) continue;  // never valid, or nothing learned
+    narrowed.push_back({x, range});
+  }
+  UOpRef best = address;
+  auto consider = [&](const UOpRef& candidate) {
+    if (divisions(candidate) < divisions(best)) best = candidate;
+  };
+  for (const auto& one : narrowed) consider(simplify_within(best, {one}));
+  if (narrowed.size() > 1 && divisions(best) > 0) consider(simplify_within(best, narrowed));
   return best;
 }
 
