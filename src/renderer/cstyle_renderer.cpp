@@ -376,17 +376,11 @@ std::string CStyleRenderer::render(const Kernel& k) const {
         }
         std::string value = idx->src[0]->op == Ops::PARAM ? "(*" + name.at(idx) + ")" : name.at(idx);
         if (idx->src[0]->op == Ops::PARAM && is_half(u->dtype)) value = "kiln_" + half_suffix(u->dtype) + "_to_float" + value;
-        if (idx->src.size() > 2 && idx->src[0]->op == Ops::PARAM) {
-          // A gated load reads element 0 where invalid and selects 0 after: no branch in the
-          // loop, and the select vectorizes.
-          const std::string& gate = name.at(idx->src[2].get());
-          std::string raw = "(*(" + src(idx, 0) + "+(" + gate + " ? " + src(idx, 1) + " : 0)))";
-          if (is_half(u->dtype)) raw = "kiln_" + half_suffix(u->dtype) + "_to_float" + raw;
-          var(u, "val", raw);
-          value = "(" + gate + " ? " + name.at(u) + " : " + t.literal(0, u->dtype) + ")";
-        } else if (idx->src.size() > 2) {
-          value = "(" + name.at(idx->src[2].get()) + " ? " + value + " : " + t.literal(0, u->dtype) + ")";
-        }
+        // A gated load reads only where its gate holds (?: evaluates one side), which C compilers
+        // turn into a masked load, and into masked vector loads in a loop they vectorize. (Reading
+        // element 0 where invalid and selecting after made the address a select, a gather to the
+        // vectorizer: a conv's zero-padding copy stayed scalar, 5.3 against 3.4 ms.)
+        if (idx->src.size() > 2) value = "(" + name.at(idx->src[2].get()) + " ? " + value + " : " + t.literal(0, u->dtype) + ")";
         var(u, "val", value);
         break;
       }
