@@ -21,6 +21,8 @@
 #include "kiln/error.h"
 #include "kiln/tensor.h"
 #include "reference.h"
+#include "support/env.h"
+#include "tensor/winograd.h"
 
 namespace {
 
@@ -293,6 +295,8 @@ constexpr kt::Tol kDeepConv{1e-4, 5e-5};
 
 TEST(Conv, RegisterTileTakesTwoOutputRowsWhenARowIsSeveralVectors) {
   // 24-wide output rows are 16 + 8 lanes: the tile is 4 channels x 2 rows x 24 pixels (heuristics.cpp)
+  // (a direct convolution: this one would otherwise run in the Winograd form)
+  kiln::env::ScopedEnv direct("WINO", "0");
   NdArray x = ref::random({2, 32, 28, 28}, 7), w = ref::random({32, 32, 5, 5}, 8);
   Tensor xt = kt::make(x).realize(), wt = kt::make(w).realize();
   Tensor out = xt.conv2d(wt);
@@ -517,5 +521,111 @@ TEST(MaxPool2d, IntegerInputsPadWithTheirMinimum) {
   Pool p{.kernel = 3, .stride = 2, .padding = 1};
   EXPECT_TRUE(kt::matches(kt::make(x, dtypes::int32).max_pool2d(3, 2, 1), max_pool_ref(x, p)));
 }
+
+// ============================================================================ Winograd F(4x4, 5x5)
+
+namespace winograd = kiln::winograd;
+
+// For a Winograd conv the float32 rounding grows with the tile's magnitude, not each output's: the
+// transforms add and subtract values up to ~30x an input (1/2-points scale by up to 2^6), so the
+// error against float64 is relative to the largest output (here ~1e-6 of it; 2e-5 allowed).
+kt::Tol winograd_tol(const NdArray& want) {
+  double largest = 0;
+  for (double v : want.data) largest = std::max(largest, std::fabs(v));
+  return {0, 2e-5 * largest};
+}
+
+TEST(Winograd, ToomCookMatricesComputeTheCorrelation) {
+  for (auto [m, r] : std::vector<std::pair<int64_t, int64_t>>{{2, 3}, {4, 3}, {6, 3}, {2, 5}, {4, 5}, {4, 7}}) {
+    const winograd::Matrices mat = winograd::toom_cook(m, r);
+    const int64_t a = m + r - 1;
+    NdArray d = ref::random({a}, static_cast<uint64_t>(10 * m + r)), g = ref::random({r}, static_cast<uint64_t>(m + 10 * r));
+    std::vector<double> product(static_cast<size_t>(a));
+    for (int64_t j = 0; j < a; j++) {
+      double gj = 0, dj = 0;
+      for (int64_t k = 0; k < r; k++) gj += mat.g[j * r + k] * g.data[k];
+      for (int64_t l = 0; l < a; l++) dj += mat.bt[j * a + l] * d.data[l];
+      product[j] = gj * dj;
+    }
+    for (int64_t i = 0; i < m; i++) {
+      double got = 0, want = 0;
+      for (int64_t j = 0; j < a; j++) got += mat.at[i * a + j] * product[j];
+      for (int64_t k = 0; k < r; k++) want += d.data[i + k] * g.data[k];
+      EXPECT_NEAR(got, want, 1e-9) << "F(" << m << ", " << r << ") output " << i;
+    }
+  }
+  EXPECT_THROW(winograd::toom_cook(8, 7), kiln::Error);  // 13 points: more than the known ones
+}
+
+TEST(Winograd, OnlyStrideOneFiveByFiveConvolutionsOfEnoughChannelsQualify) {
+  const Shape one{1, 1}, two{2, 2};
+  auto applies = [](const Shape& x, const Shape& w, const Shape& stride, const Shape& dilation, int64_t groups = 1,
+                    kiln::DType dt = dtypes::float32) {
+    return winograd::applies(Tensor::zeros(x, dt), Tensor::zeros(w, dt), stride, dilation, groups);
+  };
+  EXPECT_TRUE(applies({2, 16, 12, 12}, {16, 16, 5, 5}, one, one));
+  EXPECT_FALSE(applies({2, 16, 12, 12}, {16, 16, 3, 3}, one, one));                   // 3x3
+  EXPECT_FALSE(applies({2, 16, 12, 12}, {16, 16, 5, 5}, two, one));                   // stride
+  EXPECT_FALSE(applies({2, 16, 12, 12}, {16, 16, 5, 5}, one, two));                   // dilation
+  EXPECT_FALSE(applies({2, 32, 12, 12}, {16, 16, 5, 5}, one, one, 2));                // groups
+  EXPECT_FALSE(applies({2, 8, 12, 12}, {16, 8, 5, 5}, one, one));                     // few input channels
+  EXPECT_FALSE(applies({2, 16, 12, 12}, {8, 16, 5, 5}, one, one));                    // few output channels
+  EXPECT_FALSE(applies({2, 16, 11, 12}, {16, 16, 5, 5}, one, one));                   // a 7-row output
+  EXPECT_FALSE(applies({2, 16, 12, 12}, {16, 16, 5, 5}, one, one, 1, dtypes::float64));  // float64 stays exact
+  kiln::env::ScopedEnv off("WINO", "0");
+  EXPECT_FALSE(applies({2, 16, 12, 12}, {16, 16, 5, 5}, one, one));
+}
+
+struct WinogradCase {
+  std::string name;
+  Shape x, w;
+  int padding;
+};
+void PrintTo(const WinogradCase& c, std::ostream* os) { *os << c.name; }
+
+class WinogradTest : public ::testing::TestWithParam<WinogradCase> {};
+
+// Outputs that are whole tiles and ones whose last tile overhangs, square and not, padded and not.
+const std::vector<WinogradCase> kWinogradCases = {
+    {"whole_tiles", {2, 16, 12, 12}, {16, 16, 5, 5}, 0},
+    {"overhanging_tiles", {3, 16, 13, 15}, {24, 16, 5, 5}, 0},
+    {"padded", {2, 17, 9, 10}, {16, 17, 5, 5}, 2},
+};
+
+TEST_P(WinogradTest, ForwardMatchesNaiveLoops) {
+  const WinogradCase& p = GetParam();
+  NdArray x = ref::random(p.x, 21), w = ref::random(p.w, 22), b = ref::random({p.w[0]}, 23);
+  Tensor out = kt::make(x).conv2d(kt::make(w), kt::make(b), 1, p.padding);
+  NdArray want = conv_ref(x, w, b, {.padding = p.padding});
+  EXPECT_TRUE(kt::matches(out, want, winograd_tol(want)));
+}
+
+TEST_P(WinogradTest, GradientsMatchNaiveLoops) {
+  // d/dx and d/dw of sum(conv(x, w) * s): the input gradient is itself a Winograd convolution (of
+  // s, padded by 4, with the flipped weight)
+  const WinogradCase& p = GetParam();
+  NdArray x = ref::random(p.x, 24), w = ref::random(p.w, 25);
+  NdArray xp = ref::pad(x, {{0, 0}, {0, 0}, {p.padding, p.padding}, {p.padding, p.padding}});
+  NdArray s = ref::random(conv_ref(x, w, std::nullopt, {.padding = p.padding}).shape, 26);
+  const int64_t cin = w.shape[1], k = w.shape[2];
+  NdArray dxp(xp.shape), dw(w.shape);
+  for_each_index(s.shape, [&](const Index& o) {
+    for (int64_t ci = 0; ci < cin; ci++)
+      for (int64_t ky = 0; ky < k; ky++)
+        for (int64_t kx = 0; kx < k; kx++) {
+          const Index xi{o[0], ci, o[2] + ky, o[3] + kx}, wi{o[1], ci, ky, kx};
+          dw.at(wi) += s.at(o) * xp.at(xi);
+          dxp.at(xi) += s.at(o) * w.at(wi);
+        }
+  });
+  NdArray dx = ref::shrink(dxp, {{0, x.shape[0]}, {0, cin}, {p.padding, p.padding + x.shape[2]}, {p.padding, p.padding + x.shape[3]}});
+  Tensor xt = kt::make(x).requires_grad_(), wt = kt::make(w).requires_grad_();
+  (xt.conv2d(wt, std::nullopt, 1, p.padding) * kt::make(s)).sum().backward();
+  EXPECT_TRUE(kt::matches(*xt.grad(), dx, winograd_tol(dx)));
+  EXPECT_TRUE(kt::matches(*wt.grad(), dw, kt::Tol{1e-4, 1e-4}));  // a direct sum: float32's usual tolerance
+}
+
+INSTANTIATE_TEST_SUITE_P(Conv, WinogradTest, ::testing::ValuesIn(kWinogradCases),
+                         [](const auto& i) { return i.param.name; });
 
 }  // namespace

@@ -17,7 +17,7 @@ namespace kiln::engine {
 namespace {
 
 // Freed memory kept for reuse is given back to the device beyond this.
-constexpr int64_t kMaxCachedBytes = int64_t{1} << 30;
+constexpr int64_t kMaxCachedBytes = int64_t{2} << 30;
 
 struct Allocation {
   runtime::Device* device;
@@ -56,6 +56,14 @@ struct Store {
     }
   }
 
+  // A full cache turns memory away rather than dropping what it holds: emptied whole, the next
+  // step would fault in all of its pages again.
+  void keep_or_free(runtime::Device& dev, void* p, size_t bytes) {
+    if (cached_bytes + static_cast<int64_t>(bytes) > kMaxCachedBytes) return dev.allocator().free(p, bytes);
+    free_list[{&dev, bytes}].push_back(p);
+    cached_bytes += static_cast<int64_t>(bytes);
+  }
+
   void release_cache() {
     for (auto& [key, ptrs] : free_list)
       for (void* p : ptrs) key.first->allocator().free(p, key.second);
@@ -85,9 +93,7 @@ void release_memory(const UOp& buffer) {
     if (it->second.release) {
       give_back = std::move(it->second.release);
     } else {
-      s.free_list[{it->second.device, it->second.bytes}].push_back(it->second.ptr);
-      s.cached_bytes += static_cast<int64_t>(it->second.bytes);
-      if (s.cached_bytes > kMaxCachedBytes) s.release_cache();
+      s.keep_or_free(*it->second.device, it->second.ptr, it->second.bytes);
       GlobalCounters::mem_used -= static_cast<int64_t>(it->second.bytes);
     }
     if (env::debug_level() >= 7) fprintf(stderr, "free buffer %lld (%zu bytes)\n", (long long)it->first, it->second.bytes);

@@ -9,6 +9,7 @@
 #include "tensor/custom_gradient.h"
 #include "tensor/gradient.h"
 #include "tensor/tensor_impl.h"
+#include "tensor/winograd.h"
 
 namespace kiln {
 namespace {
@@ -266,22 +267,42 @@ bool runs_channels_last(const Tensor& xp, const Tensor& w, const Shape& stride, 
          (last_row < kMinRowForChannelsFirst || (!wide_registers && deep));
 }
 
-// `x` zero-padded by `pads` (some nonzero) as conv_core's input. For the NCHW form stored padded,
-// so its conv reads the border without bounds checks. For the channels-last form a channels-last
-// copy of x, padded as a view: conv_channels_last's copy of it then moves whole channel vectors
-// under a border gate, where copying a padded NCHW input transposes under that gate, one scalar
-// at a time (a 56x56 3x3 conv's input: 8.4 ms + 4.7 ms of copies -> 2.5 ms + 4 ms).
-Tensor padded_input(const Tensor& x, const Pairs& pads, const Tensor& w, const Shape& stride, const Shape& dilation,
-                    int64_t groups) {
-  const Tensor xp = pad_spatial(x, pads);
-  if (!runs_channels_last(xp, w, stride, dilation, groups)) return xp.contiguous();
-  const size_t nk = static_cast<size_t>(w.ndim() - 2);
+// How conv_core computes a convolution of an already padded input.
+enum class ConvForm {
+  windows,        // in the NCHW layout (conv_windows)
+  channels_last,  // a matmul over channels-last copies (conv_channels_last)
+  winograd,       // F(4x4, 5x5) over channels-last tiles (winograd::conv)
+};
+
+ConvForm conv_form(const Tensor& xp, const Tensor& w, const Shape& stride, const Shape& dilation, int64_t groups) {
+  if (winograd::applies(xp, w, stride, dilation, groups)) return ConvForm::winograd;
+  if (runs_channels_last(xp, w, stride, dilation, groups)) return ConvForm::channels_last;
+  return ConvForm::windows;
+}
+
+// x (N, C, spatial...) stored channels-last, read as NCHW and zero-padded by `pads` as a view.
+Tensor channels_last_padded(const Tensor& x, const Pairs& pads) {
+  const size_t nk = pads.size();
   return pad_spatial(x.permute(channels_last(nk)).contiguous().permute(channels_first(nk)), pads);
+}
+
+// `x` zero-padded by `pads` (some nonzero) as conv_core's input. For the NCHW form stored padded,
+// so its conv reads the border without bounds checks. For the channels-last forms a channels-last
+// copy of x, padded as a view: their reads of it then move whole channel vectors under a border
+// gate, where copying a padded NCHW input transposes under that gate, one scalar at a time (a
+// 56x56 3x3 conv's input: 8.4 ms + 4.7 ms of copies -> 2.5 ms + 4 ms).
+Tensor padded_input(const Tensor& x, const Pairs& pads, ConvForm form) {
+  if (form == ConvForm::windows) return pad_spatial(x, pads).contiguous();
+  return channels_last_padded(x, pads);
 }
 
 // Convolution of an already padded input, in the layout its vectors fill better.
 Tensor conv_core(const Tensor& xp, const Tensor& w, const Shape& stride, const Shape& dilation, int64_t groups) {
-  if (runs_channels_last(xp, w, stride, dilation, groups)) return conv_channels_last(xp, w, stride, dilation);
+  switch (conv_form(xp, w, stride, dilation, groups)) {
+    case ConvForm::winograd: return winograd::conv(xp, w);
+    case ConvForm::channels_last: return conv_channels_last(xp, w, stride, dilation);
+    case ConvForm::windows: break;
+  }
   return conv_windows(xp, w, stride, dilation, groups);
 }
 
@@ -333,9 +354,12 @@ Tensor with_conv_gradient(const Tensor& r, const Tensor& xp, const Tensor& w, co
       // stored padded (a gated border would keep the NCHW kernel's rows scalar), unless the
       // channels-last form's copy pads it anyway (a copy of g channels-last first, as the forward
       // pass does, held it alive beside the weight gradient's: +39 MB at the MNIST step's peak)
+      // (The Winograd form reads g channels-last: the weight gradient's copy of g, the same node.)
       Tensor gp = pad_spatial(dilate_spatial(g, stride), pads);
       const Tensor wt = transposed_weight(weight, groups);
-      if (!runs_channels_last(gp, wt, Shape(nk, 1), dilation, groups)) gp = gp.contiguous();
+      const ConvForm form = conv_form(gp, wt, Shape(nk, 1), dilation, groups);
+      if (form == ConvForm::windows) gp = gp.contiguous();
+      if (form == ConvForm::winograd) gp = channels_last_padded(dilate_spatial(g, stride), pads);
       grads[0] = conv_core(gp, wt, Shape(nk, 1), dilation, groups);
     }
     if (wanted[1] && groups == 1 && weight.shape()[1] >= kMinChannelsForChannelsLast) {
@@ -362,7 +386,9 @@ Tensor conv(const Tensor& x_in, const Tensor& w, const std::optional<Tensor>& bi
                 " (and out channels divisible by groups)");
   const size_t nk = static_cast<size_t>(w.ndim() - 2);
   const bool padded = std::any_of(padding.begin(), padding.end(), [](auto p) { return p.first > 0 || p.second > 0; });
-  const Tensor xp = padded ? padded_input(x_in, padding, w, stride, dilation, groups) : pad_spatial(x_in, padding);
+  Tensor xp = pad_spatial(x_in, padding);
+  const ConvForm form = conv_form(xp, w, stride, dilation, groups);
+  if (padded || form == ConvForm::winograd) xp = padded_input(x_in, padding, form);
   Tensor r = conv_core(xp, w, stride, dilation, groups);
   if (!Tensor::no_grad) r = with_conv_gradient(r, xp, w, stride, dilation, groups);
   if (!bias) return r;
