@@ -362,7 +362,9 @@ Tensor with_conv_gradient(const Tensor& r, const Tensor& xp, const Tensor& w, co
       if (form == ConvForm::winograd) gp = channels_last_padded(dilate_spatial(g, stride), pads);
       grads[0] = conv_core(gp, wt, Shape(nk, 1), dilation, groups);
     }
-    if (wanted[1] && groups == 1 && weight.shape()[1] >= kMinChannelsForChannelsLast) {
+    if (wanted[1] && conv_form(x, weight, stride, dilation, groups) == ConvForm::winograd) {
+      grads[1] = winograd::weight_gradient(x, g);
+    } else if (wanted[1] && groups == 1 && weight.shape()[1] >= kMinChannelsForChannelsLast) {
       grads[1] = conv_weight_gradient(x.detach(), g, spatial(weight.shape(), nk), stride, dilation);
     } else if (wanted[1]) {
       Tensor r_of_w = conv_core(x.detach(), weight, stride, dilation, groups);

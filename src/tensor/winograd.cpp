@@ -11,6 +11,9 @@
 #include "tensor/winograd.h"
 
 #include <cmath>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "kiln/error.h"
 #include "support/env.h"
@@ -40,12 +43,6 @@ std::vector<double> poly_from_roots(const std::vector<double>& roots) {
 const Matrices& cached_matrices() {
   static const Matrices m = toom_cook(kTile, kKernel);
   return m;
-}
-
-// coefficients (rows x cols, row-major) as a float32 tensor on `device`
-Tensor coefficients(const std::vector<double>& values, int64_t rows, int64_t cols, const std::string& device) {
-  std::vector<float> f(values.begin(), values.end());
-  return Tensor::from_vector(std::move(f), {rows, cols}).to(device);
 }
 
 // t with axis `axis` (size cols) mixed by c (rows x cols): out[.., o, ..] = sum_i c[o, i] t[.., i, ..].
@@ -101,37 +98,88 @@ bool applies(const Tensor& xp, const Tensor& w, const Shape& stride, const Shape
   return w.shape()[0] >= kMinChannels && w.shape()[1] >= kMinChannels && out_h >= kMinOutput && out_w >= kMinOutput;
 }
 
-Tensor conv(const Tensor& xp, const Tensor& w) {
-  const Matrices& mat = cached_matrices();
-  const int64_t m = mat.m, r = mat.r, a = mat.a;
-  const int64_t n = xp.shape()[0], cin = xp.shape()[1], cout = w.shape()[0];
-  const int64_t out_h = xp.shape()[2] - r + 1, out_w = xp.shape()[3] - r + 1;
-  const int64_t ty = (out_h + m - 1) / m, tx = (out_w + m - 1) / m;  // tiles; the last may overhang
-  const std::string dev = xp.device();
-  const Tensor bt = coefficients(mat.bt, a, a, dev), at = coefficients(mat.at, m, a, dev),
-               g = coefficients(mat.g, a, r, dev);
+namespace {
 
-  // Input tiles BT d B, channels last: x[n, y, x, c] zero-padded so every tile is whole.
-  Tensor x = xp.pad({{0, 0}, {0, 0}, {0, ty * m + r - 1 - xp.shape()[2]}, {0, tx * m + r - 1 - xp.shape()[3]}});
+// A convolution's sizes in tiles, and the transforms on its device.
+struct Tiling {
+  const Matrices& mat;
+  int64_t n, out_h, out_w, ty, tx;  // ty x tx tiles; the last row and column may overhang
+  std::string device;
+
+  explicit Tiling(const Tensor& xp) : mat(cached_matrices()), n(xp.shape()[0]), device(xp.device()) {
+    out_h = xp.shape()[2] - mat.r + 1, out_w = xp.shape()[3] - mat.r + 1;
+    ty = (out_h + mat.m - 1) / mat.m, tx = (out_w + mat.m - 1) / mat.m;
+  }
+  // rows x cols (row-major) as a tensor, or its transpose: one buffer per device and matrix, so
+  // conv's and weight_gradient's input tiles are one graph node (computed once per step)
+  Tensor coefficients(const std::vector<double>& values, int64_t rows, int64_t cols, bool transposed = false) const {
+    static std::mutex mu;
+    static auto* made = new std::map<std::tuple<std::string, const void*, bool>, Tensor>();  // never destroyed:
+    std::lock_guard lock(mu);                                     // buffers may outlive static teardown
+    auto key = std::make_tuple(device, static_cast<const void*>(values.data()), transposed);
+    if (auto it = made->find(key); it != made->end()) return it->second;
+    std::vector<float> f(values.size());
+    for (int64_t i = 0; i < rows; i++)
+      for (int64_t j = 0; j < cols; j++) f[transposed ? j * rows + i : i * cols + j] = static_cast<float>(values[i * cols + j]);
+    Tensor c = Tensor::from_vector(std::move(f), transposed ? Shape{cols, rows} : Shape{rows, cols}).to(device).realize();
+    return made->emplace(key, c).first->second;
+  }
+};
+
+// BT d B for every input tile d, channels last: (n, ty, tx, xi, nu, c).
+Tensor input_tiles(const Tensor& xp, const Tiling& t) {
+  const int64_t m = t.mat.m, r = t.mat.r, a = t.mat.a, cin = xp.shape()[1];
+  const Tensor bt = t.coefficients(t.mat.bt, a, a);
+  // zero-padded so every tile is whole
+  Tensor x = xp.pad({{0, 0}, {0, 0}, {0, t.ty * m + r - 1 - xp.shape()[2]}, {0, t.tx * m + r - 1 - xp.shape()[3]}});
   const int64_t hp = x.shape()[2];
   // along x: (n, c, hp, tx, 1, a) windows -> (n, hp, tx, l, c) -> mixed into (n, hp, tx, nu, c)
-  Tensor row_windows = x.pool({1, a}, {1, m}, {1, 1}).reshape({n, cin, hp, tx, a}).permute({0, 2, 3, 4, 1});
+  Tensor row_windows = x.pool({1, a}, {1, m}, {1, 1}).reshape({t.n, cin, hp, t.tx, a}).permute({0, 2, 3, 4, 1});
   Tensor rows = mix_axis(row_windows, bt, 3).contiguous();
   // along y: (n, tx, nu, c, ty, k) windows -> (n, ty, tx, k, nu, c) -> mixed into (n, ty, tx, xi, nu, c)
   Tensor col_windows = rows.permute({0, 2, 3, 4, 1}).pool({a}, {m}, {1}).permute({0, 4, 1, 5, 2, 3});
-  Tensor v = mix_axis(col_windows, bt, 3).contiguous();
+  return mix_axis(col_windows, bt, 3).contiguous();
+}
 
-  // Weight tiles G g GT as (xi nu, ci, co): co last, the matmul's vector axis.
+}  // namespace
+
+Tensor conv(const Tensor& xp, const Tensor& w) {
+  const Tiling t(xp);
+  const int64_t m = t.mat.m, r = t.mat.r, a = t.mat.a, cin = xp.shape()[1], cout = w.shape()[0];
+  const Tensor v = input_tiles(xp, t);
+  // Weight tiles G w GT as (xi nu, ci, co): co last, the matmul's vector axis.
+  const Tensor g = t.coefficients(t.mat.g, a, r);
   Tensor u = mix_axis(mix_axis(w, g, 3), g, 2).permute({2, 3, 1, 0}).reshape({a * a, cin, cout}).contiguous();
-
   // Per tile position (xi, nu), a matmul over the input channels: (n ty tx, xi nu, co).
-  Tensor prod = (v.reshape({n * ty * tx, a * a, cin, 1}) * u.reshape({1, a * a, cin, cout})).sum({2});
-  prod = prod.reshape({n, ty, tx, a, a, cout}).contiguous();
-
+  Tensor prod = (v.reshape({t.n * t.ty * t.tx, a * a, cin, 1}) * u.reshape({1, a * a, cin, cout})).sum({2});
+  prod = prod.reshape({t.n, t.ty, t.tx, a, a, cout}).contiguous();
   // Output tiles AT M A: along nu into (n, ty, tx, xi, j, co), then along xi into (n, ty, i, tx, j, co).
+  const Tensor at = t.coefficients(t.mat.at, m, a);
   Tensor half = mix_axis(prod, at, 4).contiguous();
-  Tensor out = mix_axis(half.permute({0, 1, 3, 2, 4, 5}), at, 2).reshape({n, ty * m, tx * m, cout});
-  return out.shrink({{0, n}, {0, out_h}, {0, out_w}, {0, cout}}).contiguous().permute({0, 3, 1, 2});
+  Tensor out = mix_axis(half.permute({0, 1, 3, 2, 4, 5}), at, 2).reshape({t.n, t.ty * m, t.tx * m, cout});
+  return out.shrink({{0, t.n}, {0, t.out_h}, {0, t.out_w}, {0, cout}}).contiguous().permute({0, 3, 1, 2});
+}
+
+// The adjoint of conv's path from w: a tile's output AT (U * V) A, so dU = (A dY AT) * V summed over
+// tiles, and dW = GT dU G. V is conv's input_tiles, the same graph node: computed once per step.
+Tensor weight_gradient(const Tensor& xp, const Tensor& grad) {
+  const Tiling t(xp);
+  const int64_t m = t.mat.m, r = t.mat.r, a = t.mat.a, cin = xp.shape()[1], cout = grad.shape()[1];
+  const Tensor v = input_tiles(xp, t);
+  // A dY AT per output tile, channels last: (n, ty, tx, xi, nu, co), the overhang zero
+  const Tensor a_mat = t.coefficients(t.mat.at, m, a, true);
+  Tensor dy = grad.permute({0, 2, 3, 1}).contiguous();
+  dy = dy.pad({{0, 0}, {0, t.ty * m - t.out_h}, {0, t.tx * m - t.out_w}, {0, 0}})
+           .reshape({t.n, t.ty, m, t.tx, m, cout})
+           .permute({0, 1, 3, 2, 4, 5});
+  Tensor dm = mix_axis(mix_axis(dy, a_mat, 4).contiguous(), a_mat, 3).contiguous();
+  // per tile position, a matmul over the tiles: (xi nu, co, ci), ci the vector axis
+  Tensor du = (dm.reshape({t.n * t.ty * t.tx, a * a, cout, 1}) * v.reshape({t.n * t.ty * t.tx, a * a, 1, cin})).sum({0});
+  // GT dU G: (xi, nu, co, ci) -> (ky, kx, co, ci), stored in the sum's order (its partial sums are
+  // read along ci then), read as (co, ci, ky, kx)
+  const Tensor gt = t.coefficients(t.mat.g, a, r, true);
+  du = du.reshape({a, a, cout, cin}).contiguous();
+  return mix_axis(mix_axis(du, gt, 1), gt, 0).permute({2, 3, 0, 1});
 }
 
 }  // namespace kiln::winograd
