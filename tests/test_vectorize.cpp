@@ -195,15 +195,31 @@ TEST(Vectorize, NestedVectorMaximaStayLinearInTheSource) {
 }
 
 TEST(Vectorize, PerLaneOpsReadTheLanesOfVectorResults) {
-  // max and a select have no vector form in C: they run lane by lane on the vector accumulators
+  // log stays libm's scalar function (c_language.cpp): it runs lane by lane on the vector accumulators
   ref::NdArray a = ref::random({16, 24}, 9), b = ref::random({24, 20}, 10);
   Tensor c = kt::make(a).matmul(kt::make(b));
-  Tensor out = c.relu() + c.gt(0.25f).where(c, 0.5f);
+  Tensor out = c.relu() + (c * c + 1.0f).log();
   codegen::Program p = program_of(out);
   EXPECT_TRUE(has(p.source, "float_x16")) << p.source;
   EXPECT_TRUE(has(p.source, "[15]")) << "lane reads of a 16-lane vector:\n" << p.source;
   ref::NdArray want = ref::matmul(a, b);
-  for (double& v : want.data) v = std::max(v, 0.0) + (v > 0.25 ? v : 0.5);
+  for (double& v : want.data) v = std::max(v, 0.0) + std::log(v * v + 1);
+  EXPECT_TRUE(kt::matches(out, want));
+}
+
+TEST(Vectorize, SelectsAndComparisonsOfFloat32RunOnVectors) {
+  // comparisons are int32 masks (true: all ones), a select picks bitwise by one; a bool read from
+  // memory joins a mask as 0 or -1, and a mask's lane read as a bool is 0 or 1 again (the cast)
+  ref::NdArray a = ref::random({16, 24}, 43), b = ref::random({24, 20}, 44), m = ref::random_int({16, 20}, 45, 0, 1);
+  Tensor c = kt::make(a).matmul(kt::make(b)), mask = kt::make(m, dtypes::bool_).realize();
+  Tensor out = c.gt(0.25f).where(c, 0.5f) + c.lt(-0.5f).bitwise_or(mask).where(2.0f, c) + c.gt(0.0f).cast(dtypes::float32);
+  codegen::Program p = program_of(out);
+  EXPECT_TRUE(has(p.source, "KILN_VWHERE")) << p.source;
+  ref::NdArray want = ref::matmul(a, b);
+  for (size_t i = 0; i < want.data.size(); i++) {
+    const double v = want.data[i];
+    want.data[i] = (v > 0.25 ? v : 0.5) + (v < -0.5 || m.data[i] != 0 ? 2.0 : v) + (v > 0 ? 1.0 : 0.0);
+  }
   EXPECT_TRUE(kt::matches(out, want));
 }
 

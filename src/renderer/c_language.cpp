@@ -12,9 +12,12 @@ namespace {
 // vectors). Both name `a` once: a max over an unrolled reduction nests them, and each copy of `a`
 // in the expansion (as __typeof__(a) would add) multiplies the source by the depth (16 nested
 // vector maxes: clang took 24 GB).
+// KILN_VWHERE: a select of vectors by a mask (a bool vector), bitwise for the same reason.
 const char* kPreamble = R"(#define KILN_MAX(a, b) ({ __auto_type a_ = (a); __typeof__(a_) b_ = (b); (a_ > b_ || a_ != a_) ? a_ : b_; })
 #define KILN_VMAX(a, b, mask) ({ __auto_type a_ = (a); __typeof__(a_) b_ = (b); mask m_ = (mask)((a_ > b_) | (a_ != a_)); \
   (__typeof__(a_))(((mask)a_ & m_) | ((mask)b_ & ~m_)); })
+#define KILN_VWHERE(c, a, b, mask) ({ mask c_ = (c); __auto_type a_ = (a); __typeof__(a_) b_ = (b); \
+  (__typeof__(a_))(((mask)a_ & c_) | ((mask)b_ & ~c_)); })
 #define KILN_BITCAST(to, from, x) ({ union { from f; to t; } u_; u_.f = (x); u_.t; })
 static __attribute__((noinline, unused)) float kiln_logf(float x) { return __builtin_logf(x); }
 static __attribute__((noinline, unused)) double kiln_log(double x) { return __builtin_log(x); }

@@ -67,8 +67,11 @@ struct TypeNames {
     auto it = lang.types.find(d.scalar);
     return it != lang.types.end() ? it->second : d.c_name();
   }
-  // Vectors are the compilers' vector types (vector_typedef below), e.g. float_x16.
+  // Vectors are the compilers' vector types (vector_typedef below), e.g. float_x16. Bool vectors
+  // are comparison masks: int32 lanes, all ones for true (what comparing float32 vectors gives).
+  static DType lanes(DType d) { return d.is_bool() ? DType(ScalarType::Int32, d.count) : d; }
   std::string vector(DType d) const {
+    d = lanes(d);
     std::string s = scalar(d);
     std::replace(s.begin(), s.end(), ' ', '_');
     return s + "_x" + std::to_string(d.count);
@@ -82,11 +85,13 @@ struct TypeNames {
   }
   // aligned(elements): vector loads and stores may start at any element.
   std::string vector_typedef(DType d) const {
+    d = lanes(d);
     return "typedef " + scalar(d) + " " + vector(d) + " __attribute__((vector_size(" +
            std::to_string(d.itemsize() * d.count) + "), aligned(" + std::to_string(d.itemsize()) + ")));\n";
   }
   // Every lane of a vector of `d` set to `x`.
-  std::string splat(DType d, const std::string& x) const {
+  std::string splat(DType d, std::string x) const {
+    if (d.is_bool()) x = "-" + x;  // a mask's true is all ones
     std::string s = "(" + vector(d) + "){" + x;
     for (int i = 1; i < d.count; i++) s += ", " + x;
     return s + "}";
@@ -167,11 +172,16 @@ std::string alu(const UOp* u, const std::unordered_map<const UOp*, std::string>&
       if (u->dtype.count > 1) e = "KILN_VMAX((" + s(0) + "), (" + s(1) + "), " + t.vector(mask_type(u->dtype)) + ")";
       else e = t.lang.max(s(0), s(1), t.reg(u->dtype));
       break;
-    case Ops::WHERE: e = "(" + s(0) + " ? " + s(1) + " : " + s(2) + ")"; break;
-    case Ops::GEP: return s(0) + "[" + std::to_string(u->arg_as<int64_t>()) + "]";
+    case Ops::WHERE:
+      if (u->dtype.count > 1) e = "KILN_VWHERE((" + s(0) + "), (" + s(1) + "), (" + s(2) + "), " + t.vector(mask_type(u->dtype)) + ")";
+      else e = "(" + s(0) + " ? " + s(1) + " : " + s(2) + ")";
+      break;
+    case Ops::GEP:  // a mask's lane is 0 or -1: as a bool, 0 or 1
+      if (in.is_bool()) return "(" + s(0) + "[" + std::to_string(u->arg_as<int64_t>()) + "] != 0)";
+      return s(0) + "[" + std::to_string(u->arg_as<int64_t>()) + "]";
     case Ops::VECTORIZE: {
       e = "(" + t.reg(u->dtype) + "){";
-      for (size_t i = 0; i < u->src.size(); i++) e += (i ? ", " : "") + s(i);
+      for (size_t i = 0; i < u->src.size(); i++) e += (i ? ", " : "") + (u->dtype.is_bool() ? "-" + s(i) : s(i));
       return e + "}";
     }
     case Ops::CAST:
@@ -263,7 +273,7 @@ std::string CStyleRenderer::render(const Kernel& k) const {
                     " (the device reports no vector registers)");
       vector_types.insert(t.vector_typedef(DType(u->dtype.scalar, u->dtype.count)));
     }
-    if (u->op == Ops::MAX && u->dtype.count > 1) vector_types.insert(t.vector_typedef(mask_type(u->dtype)));
+    if ((u->op == Ops::MAX || u->op == Ops::WHERE) && u->dtype.count > 1) vector_types.insert(t.vector_typedef(mask_type(u->dtype)));
     else if (u->op == Ops::MAX) max_types.insert(t.reg(u->dtype));
     if (const char* f = math_function(u->op); f && lang_.math_definition) {
       auto [it, fresh] = math_definitions.try_emplace(std::string(f) + " " + t.reg(u->dtype));
