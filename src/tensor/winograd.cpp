@@ -126,7 +126,7 @@ struct Tiling {
   }
 };
 
-// BT d B for every input tile d, channels last: (n, ty, tx, xi, nu, c).
+// BT d B for every input tile d, channels last, an image's tile positions apart: (n, xi, nu, ty, tx, c).
 Tensor input_tiles(const Tensor& xp, const Tiling& t) {
   const int64_t m = t.mat.m, r = t.mat.r, a = t.mat.a, cin = xp.shape()[1];
   const Tensor bt = t.coefficients(t.mat.bt, a, a);
@@ -136,9 +136,9 @@ Tensor input_tiles(const Tensor& xp, const Tiling& t) {
   // along x: (n, c, hp, tx, 1, a) windows -> (n, hp, tx, l, c) -> mixed into (n, hp, tx, nu, c)
   Tensor row_windows = x.pool({1, a}, {1, m}, {1, 1}).reshape({t.n, cin, hp, t.tx, a}).permute({0, 2, 3, 4, 1});
   Tensor rows = mix_axis(row_windows, bt, 3).contiguous();
-  // along y: (n, tx, nu, c, ty, k) windows -> (n, ty, tx, k, nu, c) -> mixed into (n, ty, tx, xi, nu, c)
-  Tensor col_windows = rows.permute({0, 2, 3, 4, 1}).pool({a}, {m}, {1}).permute({0, 4, 1, 5, 2, 3});
-  return mix_axis(col_windows, bt, 3).contiguous();
+  // along y: (n, tx, nu, c, ty, k) windows -> (n, k, nu, ty, tx, c) -> mixed into (n, xi, nu, ty, tx, c)
+  Tensor col_windows = rows.permute({0, 2, 3, 4, 1}).pool({a}, {m}, {1}).permute({0, 5, 2, 4, 1, 3});
+  return mix_axis(col_windows, bt, 1).contiguous();
 }
 
 }  // namespace
@@ -150,13 +150,14 @@ Tensor conv(const Tensor& xp, const Tensor& w) {
   // Weight tiles G w GT as (xi nu, ci, co): co last, the matmul's vector axis.
   const Tensor g = t.coefficients(t.mat.g, a, r);
   Tensor u = mix_axis(mix_axis(w, g, 3), g, 2).permute({2, 3, 1, 0}).reshape({a * a, cin, cout}).contiguous();
-  // Per tile position (xi, nu), a matmul over the input channels: (n ty tx, xi nu, co).
-  Tensor prod = (v.reshape({t.n * t.ty * t.tx, a * a, cin, 1}) * u.reshape({1, a * a, cin, cout})).sum({2});
-  prod = prod.reshape({t.n, t.ty, t.tx, a, a, cout}).contiguous();
-  // Output tiles AT M A: along nu into (n, ty, tx, xi, j, co), then along xi into (n, ty, i, tx, j, co).
+  // Per tile position (xi, nu), a matmul over the input channels: (n, xi nu, ty tx, co).
+  const int64_t tiles = t.ty * t.tx;
+  Tensor prod = (v.reshape({t.n, a * a, tiles, cin, 1}) * u.reshape({1, a * a, 1, cin, cout})).sum({3});
+  prod = prod.reshape({t.n, a, a, t.ty, t.tx, cout}).contiguous();
+  // Output tiles AT M A: along nu into (n, xi, j, ty, tx, co), then along xi into (n, ty, i, tx, j, co).
   const Tensor at = t.coefficients(t.mat.at, m, a);
-  Tensor half = mix_axis(prod, at, 4).contiguous();
-  Tensor out = mix_axis(half.permute({0, 1, 3, 2, 4, 5}), at, 2).reshape({t.n, t.ty * m, t.tx * m, cout});
+  Tensor half = mix_axis(prod, at, 2).contiguous();
+  Tensor out = mix_axis(half.permute({0, 3, 1, 4, 2, 5}), at, 2).reshape({t.n, t.ty * m, t.tx * m, cout});
   return out.shrink({{0, t.n}, {0, t.out_h}, {0, t.out_w}, {0, cout}}).contiguous().permute({0, 3, 1, 2});
 }
 
@@ -166,15 +167,16 @@ Tensor weight_gradient(const Tensor& xp, const Tensor& grad) {
   const Tiling t(xp);
   const int64_t m = t.mat.m, r = t.mat.r, a = t.mat.a, cin = xp.shape()[1], cout = grad.shape()[1];
   const Tensor v = input_tiles(xp, t);
-  // A dY AT per output tile, channels last: (n, ty, tx, xi, nu, co), the overhang zero
+  // A dY AT per output tile, channels last: (n, xi, nu, ty, tx, co), the overhang zero
   const Tensor a_mat = t.coefficients(t.mat.at, m, a, true);
   Tensor dy = grad.permute({0, 2, 3, 1}).contiguous();
   dy = dy.pad({{0, 0}, {0, t.ty * m - t.out_h}, {0, t.tx * m - t.out_w}, {0, 0}})
            .reshape({t.n, t.ty, m, t.tx, m, cout})
-           .permute({0, 1, 3, 2, 4, 5});
-  Tensor dm = mix_axis(mix_axis(dy, a_mat, 4).contiguous(), a_mat, 3).contiguous();
+           .permute({0, 2, 4, 1, 3, 5});
+  Tensor dm = mix_axis(mix_axis(dy, a_mat, 2).contiguous(), a_mat, 1).contiguous();
   // per tile position, a matmul over the tiles: (xi nu, co, ci), ci the vector axis
-  Tensor du = (dm.reshape({t.n * t.ty * t.tx, a * a, cout, 1}) * v.reshape({t.n * t.ty * t.tx, a * a, 1, cin})).sum({0});
+  const int64_t tiles = t.ty * t.tx;
+  Tensor du = (dm.reshape({t.n, a * a, tiles, cout, 1}) * v.reshape({t.n, a * a, tiles, 1, cin})).sum({0, 2});
   // GT dU G: (xi, nu, co, ci) -> (ky, kx, co, ci), stored in the sum's order (its partial sums are
   // read along ci then), read as (co, ci, ky, kx)
   const Tensor gt = t.coefficients(t.mat.g, a, r, true);
