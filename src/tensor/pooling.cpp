@@ -333,7 +333,8 @@ Tensor conv_weight_gradient(const Tensor& x, const Tensor& g, const Shape& kerne
   return (grad.reshape(gs) * windows.reshape(ws)).permute(order).sum(reduced).contiguous().permute(channels_first(nk));
 }
 
-// The gradient of conv_core(xp, w): for xp, the transposed convolution of the output gradient,
+// The gradient of conv_core(xp, w). In the Winograd form, both from the output gradient's tiles
+// (winograd.h). Else for xp, the transposed convolution of the output gradient,
 // run as a plain convolution over that gradient dilated by the stride and padded explicitly into
 // a buffer, so its inner loop reads without bounds checks and vectorizes like the forward pass
 // (the sliding window's derived gradient sums gated reads instead); for w, with 16 or more input
@@ -345,7 +346,10 @@ Tensor with_conv_gradient(const Tensor& r, const Tensor& xp, const Tensor& w, co
     Tensor x(xp_node), weight(w_node);
     const size_t nk = stride.size();
     std::vector<std::optional<Tensor>> grads(2);
-    if (wanted[0]) {
+    const bool winograd_form = conv_form(x, weight, stride, dilation, groups) == ConvForm::winograd;
+    if (wanted[0] && winograd_form) {
+      grads[0] = winograd::input_gradient(x, weight, g);
+    } else if (wanted[0]) {
       Pairs pads;
       for (size_t i = 0; i < nk; i++) {
         int64_t span = dilation[i] * (weight.shape()[2 + i] - 1), o = g.shape()[2 + i];
@@ -363,7 +367,7 @@ Tensor with_conv_gradient(const Tensor& r, const Tensor& xp, const Tensor& w, co
       if (form == ConvForm::winograd) gp = channels_last_padded(dilate_spatial(g, stride), pads);
       grads[0] = conv_core(gp, wt, Shape(nk, 1), dilation, groups);
     }
-    if (wanted[1] && conv_form(x, weight, stride, dilation, groups) == ConvForm::winograd) {
+    if (wanted[1] && winograd_form) {
       grads[1] = winograd::weight_gradient(x, g);
     } else if (wanted[1] && groups == 1 && weight.shape()[1] >= kMinChannelsForChannelsLast) {
       grads[1] = conv_weight_gradient(x.detach(), g, spatial(weight.shape(), nk), stride, dilation);

@@ -17,7 +17,9 @@ bool applies(const Tensor& xp, const Tensor& w, const Shape& stride, const Shape
 // W-4): a view of a channels-last buffer. Its first pass reads xp along C, so xp is best a view of
 // a channels-last buffer too (padding as a view of one costs nothing: its reads are gated).
 Tensor conv(const Tensor& xp, const Tensor& w);
-// The gradient of conv(xp, w) with respect to w, for the output gradient grad (N, O, H-4, W-4).
+// The gradients of conv(xp, w) with respect to xp (a view of a channels-last buffer) and to w, for
+// the output gradient grad (N, O, H-4, W-4).
+Tensor input_gradient(const Tensor& xp, const Tensor& w, const Tensor& grad);
 Tensor weight_gradient(const Tensor& xp, const Tensor& grad);
 
 // Toom-Cook matrices of F(m, r) (a = m + r - 1 points: 0, 1, -1, 2, -2, 1/2, -1/2, ... and
