@@ -126,12 +126,8 @@ class Vectorizer {
       out = UOp::make(Ops::VECTORIZE, vec, std::move(values));
     } else if (vectorizable_dtype(u->dtype) && u->op == Ops::LOAD && contiguous(u->src[0])) {
       out = UOp::make(Ops::LOAD, vec, {first_lane(u->src[0])});
-    } else if (vectorizable_dtype(u->dtype) &&
-               (kVectorAlu.has(u->op) || (kVectorMath.has(u->op) && u->dtype.scalar == ScalarType::Float32))) {
-      std::vector<UOpRef> src;
-      for (const UOpRef& s : u->src) src.push_back(broadcast(value(s)));
-      out = UOp::make(u->op, vec, std::move(src), u->arg);
-    } else if ((kCompare.has(u->op) && scalar_f32(u->src[0]->dtype)) ||
+    } else if ((vectorizable_dtype(u->dtype) && kVectorAlu.has(u->op)) ||
+               (kVectorMath.has(u->op) && scalar_f32(u->dtype)) || (kCompare.has(u->op) && scalar_f32(u->src[0]->dtype)) ||
                (kBoolLogic.has(u->op) && scalar_bool(u->dtype)) || (u->op == Ops::WHERE && scalar_f32(u->dtype))) {
       std::vector<UOpRef> src;
       for (const UOpRef& s : u->src) src.push_back(broadcast(value(s)));
