@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 
 #include "codegen/codegen.h"
 #include "kiln/kiln.h"
@@ -325,6 +326,49 @@ TEST(Vectorize, ShortInnerLoopsAreUpcastWhole) {
   EXPECT_TRUE(kt::matches(t, ref::permute(ref::reshape(product, {3, 4, 5, 2, 5, 2}), {0, 1, 2, 4, 3, 5})));
   // a 16-wide innermost loop is the compiler's to vectorize as it is
   EXPECT_FALSE(applied(program_of(kt::make(ref::random({4, 16}, 26)) * 2.0f), "UPCAST"));
+}
+
+TEST(Vectorize, StackedPiecesSharingTermsAreOneKernelUpcastAlongTheStack) {
+  // A separable transform as a Winograd conv writes it: first-pass terms s[i] (9 ALU ops each) of
+  // slices of x, and 8 stacked rows, each a constant combination of several s[i], zeros skipped.
+  // One kernel: the stacked loop upcast whole, each copy's gates folded to its own row (no
+  // selects, no gated loads), the channel loop as vectors; the values as naive float64 loops.
+  ref::NdArray x = ref::random({6, 12, 32}, 27);
+  const Tensor xt = kt::make(x);
+  auto slice = [](const Tensor& t, int64_t i) { return t.shrink({{0, 6}, {i, i + 1}, {0, 32}}).reshape({6, 32}); };
+  auto term = [&](const Tensor& t, int64_t i) {
+    return ((slice(t, i) * 2.0f + slice(t, i + 1) * 3.0f - slice(t, i + 2)) * 0.5f + slice(t, i + 3) * 0.25f) * slice(t, i + 4);
+  };
+  const std::vector<std::vector<double>> c{{1, 0, -1, 0, 2, 0, 0, 1}, {0, 1, 1, -4, 0, 0, 1, 0}, {0, -1, 1, 4, 0, 0, 1, 0},
+                                           {0, 0.5, 0.25, -2.5, 0, 2, 1, 0}, {0, -0.5, 0.25, 2.5, 0, -2, 1, 0},
+                                           {0, 2, 4, -2.5, -5, 0.5, 1, 0}, {0, -2, 4, 2.5, -5, -0.5, 1, 0}, {0, -1, 0, 5, 0, -5, 0, 1}};
+  std::vector<Tensor> s, rows;
+  for (int64_t i = 0; i < 8; i++) s.push_back(term(xt, i));
+  for (const auto& row : c) {
+    std::optional<Tensor> sum;
+    for (size_t i = 0; i < row.size(); i++)
+      if (row[i] != 0) sum = sum ? *sum + s[i] * static_cast<float>(row[i]) : s[i] * static_cast<float>(row[i]);
+    rows.push_back(*sum);
+  }
+  const Tensor out = Tensor::stack(rows, 1).contiguous();  // (6, 8, 32)
+  EXPECT_EQ(out.schedule().size(), 1u);
+  const codegen::Program p = program_of(out);
+  EXPECT_TRUE(applied(p, "UPCAST(axis=1, amt=8)")) << codegen::opts_to_string(p.opts);
+  const std::string body = p.source.substr(p.source.find("void "));
+  EXPECT_FALSE(has(body, "KILN_VWHERE") || has(body, " ? ")) << body;
+  EXPECT_TRUE(has(p.source, "float_x")) << p.source;
+  ref::NdArray want({6, 8, 32});
+  for (int64_t n = 0; n < 6; n++)
+    for (int64_t ch = 0; ch < 32; ch++) {
+      auto at = [&](int64_t i) { return x.data[static_cast<size_t>((n * 12 + i) * 32 + ch)]; };
+      for (int64_t o = 0; o < 8; o++) {
+        double v = 0;
+        for (int64_t i = 0; i < 8; i++)
+          v += c[o][i] * (((at(i) * 2 + at(i + 1) * 3 - at(i + 2)) * 0.5 + at(i + 3) * 0.25) * at(i + 4));
+        want.data[static_cast<size_t>((n * 8 + o) * 32 + ch)] = v;
+      }
+    }
+  EXPECT_TRUE(kt::matches(out, want));
 }
 
 TEST(SplitReduce, ManyToFewReductionsRunAsPartialSumsThenTheirSum) {

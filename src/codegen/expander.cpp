@@ -86,6 +86,12 @@ UOpRef expand_upcasts(const UOpRef& sink_in, int vector_bytes) {
   std::vector<const UOp*> copied = upcasts;
   std::erase(copied, vector);
   const auto copies = assignments(copied);
+  // A copy of a stacked piece (heuristics.cpp) is folded before the vector lanes take its place: its
+  // gates are then constants that drop the other pieces (a splat of one would not fold).
+  bool stacked = false;
+  for (const UOp* u : sink->toposort())
+    if (u->op == Ops::INDEX && u->src.size() > 2)
+      for (const UOp* r : ranges_pinned_by(u->src[2])) stacked |= std::find(copied.begin(), copied.end(), r) != copied.end();
   std::vector<UOpRef> statements;
   for (const UOpRef& s : sink->src) {
     // END(body, ranges...): copy the body, and the END no longer closes the upcast ranges
@@ -93,7 +99,7 @@ UOpRef expand_upcasts(const UOpRef& sink_in, int vector_bytes) {
     std::vector<UOpRef> bodies;
     for (const auto& values : copies) {
       UOpRef copy = substitute(body, values);
-      if (vector) copy = vectorize_axis(copy, vector, vector_bytes / itemsize);
+      if (vector) copy = vectorize_axis(stacked ? simplify(copy) : copy, vector, vector_bytes / itemsize);
       flatten_groups(copy, bodies);
     }
     UOpRef grouped = UOp::make(Ops::GROUP, dtypes::void_, std::move(bodies));

@@ -434,6 +434,44 @@ std::vector<Opt> short_loop_upcasts(const UOpRef& ast) {
   return opts;
 }
 
+// Elementwise kernels that stack pieces (stack and cat: each piece's loads gated to one iteration
+// of a short loop, as the rows of a Winograd transform): the stacked loops upcast whole, innermost
+// first, so each copy's gates fold and it computes its own piece only, and terms the pieces share
+// (a transform's first pass, read by every row of its second) are one expression across the
+// copies. The loop every store runs along becomes vectors.
+constexpr int64_t kMaxStackedCopies = 64;
+
+std::vector<Opt> stacked_upcasts(const UOpRef& ast, const Target& target) {
+  std::unordered_set<const UOp*> pinned;
+  for (const UOp* u : ast->toposort())
+    if (u->op == Ops::INDEX && u->src.size() > 2)
+      for (const UOp* r : ranges_pinned_by(u->src[2])) pinned.insert(r);
+  std::vector<const UOp*> loops;
+  for (const UOp* r : ranges_of(ast))
+    if (axis_type(r) == AxisType::LOOP) loops.push_back(r);
+  std::vector<Opt> opts;
+  int64_t copies = 1;
+  for (auto it = loops.rbegin(); it != loops.rend(); ++it)
+    if (pinned.count(*it) && copies * range_size(*it) <= kMaxStackedCopies) {
+      opts.push_back({OptOp::UPCAST, axis_id(*it), range_size(*it)});
+      copies *= range_size(*it);
+    }
+  if (opts.empty()) return opts;
+  // the widest vectors the copies leave room for (opt.cpp caps the copies of the body)
+  UOpRef upcast = ast;
+  for (const Opt& o : opts)
+    if (upcast) upcast = apply_opt(upcast, o, target);
+  if (!upcast) return {};
+  for (auto it = loops.rbegin(); it != loops.rend(); ++it) {
+    if (pinned.count(*it)) continue;
+    int64_t lanes = vector_lanes(ast, *it, target.vector_bytes);
+    while (lanes > 1 && (range_size(*it) % lanes != 0 || !opt_applies(upcast, {OptOp::UPCAST, axis_id(*it), lanes}, target))) lanes /= 2;
+    if (lanes > 1) opts.push_back({OptOp::UPCAST, axis_id(*it), lanes});
+    break;
+  }
+  return opts;
+}
+
 // Whether some reduction does not vary with some output loop (it is broadcast along it, as a fused
 // softmax's row max along the row): a SWAP moving that loop outside would recompute the reduction
 // in every iteration of it (OpenCL's softmax: 7.7 ms -> 825 ms).
@@ -505,7 +543,8 @@ std::vector<Opt> hand_coded_opts(const UOpRef& ast, const Target& target) {
   // vectorized by the C compiler as they are).
   if (!reduces) {
     UOpRef tiled = k;
-    std::vector<Opt> tile = transpose_tile(k, target);
+    std::vector<Opt> tile = stacked_upcasts(k, target);
+    if (tile.empty()) tile = transpose_tile(k, target);
     if (tile.empty()) tile = short_loop_upcasts(k);
     for (const Opt& o : tile) {
       if (!tiled || !opt_applies(tiled, o, target)) return opts;

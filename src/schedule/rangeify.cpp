@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "kiln/ir/symbolic.h"
 #include "schedule/indexing.h"
 #include "schedule/kernelize.h"
 #include "schedule/schedule.h"
@@ -35,6 +36,15 @@ constexpr int64_t kMaxBroadcastReduceRow = int64_t{1} << 14, kMinBroadcastReduce
 const UOp* base_of(const UOp* u) {
   while (group::Movement.has(u->op)) u = u->src[0].get();
   return u;
+}
+
+// How many different indices `reads` read at. Reads at one index under different gates (the pieces
+// of a stack sharing a term) compute it once per element where the kernel upcasts the stacked loop.
+size_t distinct_indices(const std::vector<Access>& reads) {
+  std::vector<const std::vector<UOpRef>*> seen;
+  for (const Access& a : reads)
+    if (std::none_of(seen.begin(), seen.end(), [&](const auto* idx) { return *idx == a.idx; })) seen.push_back(&a.idx);
+  return seen.size();
 }
 
 bool expands_an_axis(const UOp* u) {
@@ -128,7 +138,7 @@ class Rangeify {
       if (u->op == Ops::REDUCE) rows = reduced_row_elements(u);
       has_reduce[u] = reduce && !broadcast_in_kernel;
       reduce_rows_[u] = has_reduce[u] ? rows : 0;
-      int size = 1;
+      int size = base_of(u)->op == Ops::CONST ? 0 : 1;  // a constant and its views are free
       for (const UOpRef& s : u->src)
         if (!realized_.count(base_of(s.get()))) size += op_count_[s.get()];
       op_count_[u] = std::min(size, kMaxRecomputeOps + 1);
@@ -154,8 +164,12 @@ class Rangeify {
       const UOp* u = *it;
       if ((u->op == Ops::BUFFER || u->op == Ops::CONST) && !realized_.count(u)) continue;  // read in place
       std::vector<Access>& reads = accesses_[u];
-      if (!realized_.count(u) && reads.size() > 1 &&
-          (has_reduce_[u] || op_count_[u] > kMaxRecomputeOps || reads.size() > kMaxRecomputeReads))
+      // a view of a buffer, a constant or a node stored anyway is read in place however many ways:
+      // its reads are index math
+      const UOp* base = base_of(u);
+      const size_t ways = base != u && (base->op == Ops::BUFFER || base->op == Ops::CONST || realized_.count(base)) ? 1 : distinct_indices(reads);
+      if (!realized_.count(u) && ((reads.size() > 1 && has_reduce_[u]) ||
+                                  (ways > 1 && (op_count_[u] > kMaxRecomputeOps || ways > kMaxRecomputeReads))))
         realized_.insert(u);
       if (!realized_.count(u) && alu_count_[u] >= kMinOpsToStoreReused && recompute_factor(u) >= kMaxRecomputeFactor)
         realized_.insert(u);
@@ -207,12 +221,18 @@ class Rangeify {
   }
 
   // How many times over the loops around u's reads would compute each of its elements (in the
-  // kernel that recomputes it most).
+  // kernel that recomputes it most). A loop that every read of u is gated to one iteration of (u is a piece of a stack, as a
+  // Winograd transform's rows) does not count: the kernel upcasts such loops (heuristics.cpp), and
+  // u, the same expression in every copy, is computed once for all of them.
   double recompute_factor(const UOp* u) {
+    std::unordered_map<const UOp*, size_t> pinned;
+    for (const Access& a : accesses_[u])
+      for (const UOp* r : ranges_pinned_by(a.valid)) pinned[r]++;
     double worst = 0;
     for (const auto& [kernel, ranges] : scope_[u]) {
       double iterations = 1;
-      for (const UOp* r : ranges) iterations *= static_cast<double>(r->src[0]->const_value());
+      for (const UOp* r : ranges)
+        if (pinned[r] != accesses_[u].size()) iterations *= static_cast<double>(r->src[0]->const_value());
       worst = std::max(worst, iterations);
     }
     return worst / std::max<double>(1, static_cast<double>(prod(u->shape_or_throw())));

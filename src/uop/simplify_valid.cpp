@@ -79,6 +79,13 @@ UOpRef simplify_given(const UOpRef& address, const UOpRef& gate) {
 
 }  // namespace
 
+std::vector<const UOp*> ranges_pinned_by(const UOpRef& gate) {
+  std::vector<const UOp*> out;
+  for (const auto& [x, range] : bounds_in(gate))
+    if (x->op == Ops::RANGE && range.first == range.second) out.push_back(x);
+  return out;
+}
+
 const PatternMatcher& simplify_valid_rules() {
   static const PatternMatcher pm{{
       make_rule(UPat(Ops::INDEX).named("i"),

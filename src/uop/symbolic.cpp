@@ -553,6 +553,9 @@ PatternMatcher make_symbolic_simple() {
       // ** identities. Floats keep IEEE results: x+(-0.0), x-(+0.0), x*1, x/1 are exact; x+0.0, x*0 are not **
       keep(x + c, "x", [](const Match& m) { return adds_nothing(m["x"], m["c"]); }),
       keep(UPat(Ops::SUB, {x, c}), "x", [](const Match& m) { return subtracts_nothing(m["c"]); }),
+      // (x + 0.0) + 0.0 == x + 0.0: a stacked piece among the zeros of the others (cat sums them)
+      {UPat::op(Ops::ADD, {UPat::op(Ops::ADD, {x, c}).named("in"), UPat::cvar("d")}),
+       [](RewriteCtx*, const Match& m) { return m["c"]->is_const(0) && m["d"]->is_const(0) ? m["in"] : UOpRef(); }},
       keep(x * one, "x"),
       keep(UPat(Ops::FDIV, {x, one}), "x"),
       keep(x / one, "x", [](const Match& m) { return int_node(m["x"]); }),

@@ -34,6 +34,9 @@ const PatternMatcher& symbolic_simple();
 const PatternMatcher& symbolic();
 // A gated INDEX's address simplified with the ranges its gate implies (simplify_valid.cpp).
 const PatternMatcher& simplify_valid_rules();
+// The RANGEs a bool gate holds at one value (`2 < r & r < 4`: a piece of a stack or cat, valid on
+// one iteration of the stacked loop).
+std::vector<const UOp*> ranges_pinned_by(const UOpRef& gate);
 // graph_rewrite(u, symbolic() + simplify_valid_rules()). VIZ=1 records it only under a
 // `traced_name` (whole kernels: the many small index expressions are not worth a trace each).
 UOpRef simplify(const UOpRef& u, std::string_view traced_name = {});
