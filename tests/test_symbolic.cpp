@@ -370,6 +370,9 @@ TEST(SymbolicSimple, FloatsKeepIeeeSemantics) {
   UOpRef keep_add = x + zero, keep_mul = x * zero;  // -0.0 + 0.0 and inf * 0 differ
   EXPECT_EQ(simplify(keep_add), keep_add);
   EXPECT_EQ(simplify(keep_mul), keep_mul);
+  EXPECT_EQ(simplify(keep_add + zero), keep_add);  // (x + 0.0) + 0.0 == x + 0.0 for every x
+  UOpRef keep_one = (x + zero) + UOp::const_(dtypes::float32, 1.0);  // not x + 1: rounding
+  EXPECT_EQ(simplify(keep_one), keep_one);
   UOpRef keep_ne = ne(x, x);  // NaN != NaN
   EXPECT_EQ(simplify(keep_ne), keep_ne);
   EXPECT_EQ(simplify(x < x), bconst(false));

@@ -88,10 +88,8 @@ UOpRef expand_upcasts(const UOpRef& sink_in, int vector_bytes) {
   const auto copies = assignments(copied);
   // A copy of a stacked piece (heuristics.cpp) is folded before the vector lanes take its place: its
   // gates are then constants that drop the other pieces (a splat of one would not fold).
-  bool stacked = false;
-  for (const UOp* u : sink->toposort())
-    if (u->op == Ops::INDEX && u->src.size() > 2)
-      for (const UOp* r : ranges_pinned_by(u->src[2])) stacked |= std::find(copied.begin(), copied.end(), r) != copied.end();
+  const auto stacked_loops = stacked_ranges(sink);
+  const bool stacked = std::any_of(copied.begin(), copied.end(), [&](const UOp* r) { return stacked_loops.count(r) > 0; });
   std::vector<UOpRef> statements;
   for (const UOpRef& s : sink->src) {
     // END(body, ranges...): copy the body, and the END no longer closes the upcast ranges

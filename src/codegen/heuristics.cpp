@@ -442,10 +442,7 @@ std::vector<Opt> short_loop_upcasts(const UOpRef& ast) {
 constexpr int64_t kMaxStackedCopies = 64;
 
 std::vector<Opt> stacked_upcasts(const UOpRef& ast, const Target& target) {
-  std::unordered_set<const UOp*> pinned;
-  for (const UOp* u : ast->toposort())
-    if (u->op == Ops::INDEX && u->src.size() > 2)
-      for (const UOp* r : ranges_pinned_by(u->src[2])) pinned.insert(r);
+  const std::unordered_set<const UOp*> pinned = stacked_ranges(ast);
   std::vector<const UOp*> loops;
   for (const UOp* r : ranges_of(ast))
     if (axis_type(r) == AxisType::LOOP) loops.push_back(r);

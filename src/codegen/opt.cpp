@@ -217,6 +217,14 @@ std::vector<const UOp*> ranges_of(const UOpRef& ast) {
   return out;
 }
 
+std::unordered_set<const UOp*> stacked_ranges(const UOpRef& ast) {
+  std::unordered_set<const UOp*> out;
+  for (const UOp* u : ast->toposort())
+    if (u->op == Ops::INDEX && u->src.size() > 2)
+      for (const UOp* r : ranges_pinned_by(u->src[2])) out.insert(r);
+  return out;
+}
+
 bool reduces_over(const UOp* reduce, const UOp* r) {
   return reduce->op == Ops::REDUCE && std::find(reduce->src.begin() + 1, reduce->src.end(), r->ref()) != reduce->src.end();
 }

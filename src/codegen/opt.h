@@ -78,6 +78,8 @@ bool reduces_over(const UOp* reduce, const UOp* r);
 std::unordered_set<const UOp*> ranges_below(const UOp* u);
 // Every range some reduction of the kernel depends on (the others it is broadcast along).
 std::unordered_set<const UOp*> ranges_under_reductions(const UOpRef& ast);
+// The loops some load's gate holds at one value: the stacked loops of a stack's or cat's pieces.
+std::unordered_set<const UOp*> stacked_ranges(const UOpRef& ast);
 
 // Opts chosen by hand-written rules (heuristics.cpp): THREAD for big kernels, register tiles for
 // reductions, vector accumulators for reductions along contiguous data; on targets with

@@ -167,7 +167,8 @@ class Rangeify {
       // a view of a buffer, a constant or a node stored anyway is read in place however many ways:
       // its reads are index math
       const UOp* base = base_of(u);
-      const size_t ways = base != u && (base->op == Ops::BUFFER || base->op == Ops::CONST || realized_.count(base)) ? 1 : distinct_indices(reads);
+      const bool read_in_place = base != u && (base->op == Ops::BUFFER || base->op == Ops::CONST || realized_.count(base));
+      const size_t ways = read_in_place ? 1 : distinct_indices(reads);
       if (!realized_.count(u) && ((reads.size() > 1 && has_reduce_[u]) ||
                                   (ways > 1 && (op_count_[u] > kMaxRecomputeOps || ways > kMaxRecomputeReads))))
         realized_.insert(u);
@@ -221,9 +222,9 @@ class Rangeify {
   }
 
   // How many times over the loops around u's reads would compute each of its elements (in the
-  // kernel that recomputes it most). A loop that every read of u is gated to one iteration of (u is a piece of a stack, as a
-  // Winograd transform's rows) does not count: the kernel upcasts such loops (heuristics.cpp), and
-  // u, the same expression in every copy, is computed once for all of them.
+  // kernel that recomputes it most). A loop that every read of u is gated to one iteration of (u
+  // is a piece of a stack, as a transform's rows) does not count: the kernel upcasts such loops
+  // (heuristics.cpp), and u, the same expression in every copy, is computed once for all of them.
   double recompute_factor(const UOp* u) {
     std::unordered_map<const UOp*, size_t> pinned;
     for (const Access& a : accesses_[u])

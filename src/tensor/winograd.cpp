@@ -10,6 +10,7 @@
 // once), and the output is stored channels-last.
 #include "tensor/winograd.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -29,7 +30,7 @@ constexpr int64_t kKernel = 5;  // r
 // in F(4, 3) only broke even, so only 5x5 kernels qualify.)
 constexpr int64_t kMinChannels = 16;
 constexpr int64_t kMinOutput = 2 * kTile;
-// The weight gradient's sum over images runs in this many chunks (then their sum).
+// The weight gradient's sum over images runs in at most this many chunks (then their sum).
 constexpr int64_t kImageChunks = 16;
 
 // Coefficients of prod over `roots` of (x - root), lowest power first.
@@ -215,12 +216,13 @@ Tensor weight_gradient(const Tensor& xp, const Tensor& grad) {
   const Tiling t(xp);
   const int64_t r = t.mat.r, a = t.mat.a, cin = xp.shape()[1], cout = grad.shape()[1], tiles = t.ty * t.tx;
   const Tensor v = input_tiles(xp, t), dm = output_tile_gradients(grad, t);
-  // per tile position, a matmul over the tiles: (xi nu, co, ci), ci the vector axis. Summed in
-  // chunks of images first, as few as keep both cores busy: each tile position reads only its own
-  // slice, so big chunks cost no cache, and the automatic split (split_reduce.cpp, sized for
-  // reductions whose every output reads every input) made 128 chunks, 33 MB of partial sums
+  // per tile position, a matmul over the tiles: (xi nu, co, ci), ci the vector axis. Summed in a
+  // few chunks of images first (enough to share among the cores): each tile position reads only
+  // its own slice, so big chunks cost no cache, and the automatic split (split_reduce.cpp, sized
+  // for reductions whose every output reads every input) made 128 chunks, 33 MB of partial sums
   // written and read again (the MNIST CNN's step: ~7 ms).
-  const int64_t chunks = t.n % kImageChunks == 0 ? kImageChunks : 1;
+  int64_t chunks = std::min(kImageChunks, t.n);
+  while (t.n % chunks != 0) chunks--;
   Tensor du = (dm.reshape({chunks, t.n / chunks, a * a, tiles, cout, 1}) * v.reshape({chunks, t.n / chunks, a * a, tiles, 1, cin}))
                   .sum({1, 3})
                   .contiguous()
