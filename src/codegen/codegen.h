@@ -35,6 +35,9 @@ struct Target {
   int64_t local_memory_bytes = 0;  // local (__shared__) memory per work-group
   bool prefer_work_groups = true;  // whether hand_coded_opts uses them (else the CPU's loop opts)
   int vector_registers = 16;       // how many SIMD registers of vector_bytes (register tile sizes)
+  // Kernels that store at least this many bytes store whole cache lines past the caches (the
+  // last-level cache's size); 0: never.
+  int64_t streaming_store_bytes = 0;
 };
 
 // UPCAST ranges → copies of the statements that use them, one per value of the range; the
@@ -56,6 +59,8 @@ UOpRef lower_reduces(const UOpRef& ast);
 std::vector<UOpRef> linearize(const UOpRef& sink);
 // Estimated ALU operations of a linearized kernel (each op times the trip count of its loops).
 double estimate_flops(const std::vector<UOpRef>& linear);
+// Bytes a linearized kernel stores to its buffers (each store times the trip count of its loops).
+double estimate_stored_bytes(const std::vector<UOpRef>& linear);
 
 // The whole pipeline for one kernel, with the given opts (none: hand_coded_opts picks them;
 // throws kiln::Error if one does not apply).

@@ -7,8 +7,12 @@
 
 namespace kiln::codegen {
 
-double estimate_flops(const std::vector<UOpRef>& linear) {
-  double flops = 0, trips = 1;
+namespace {
+
+// Calls visit(u, trips) for each UOp of a linearized kernel, trips being how often its loops run it.
+template <typename Visit>
+void for_each_with_trips(const std::vector<UOpRef>& linear, Visit visit) {
+  double trips = 1;
   std::vector<double> stack;
   for (const UOpRef& u : linear) {
     if (u->op == Ops::RANGE) {
@@ -19,11 +23,30 @@ double estimate_flops(const std::vector<UOpRef>& linear) {
         trips = stack.back();
         stack.pop_back();
       }
-    } else if (group::ALU.has(u->op) && !u->dtype.is_bool() && u->dtype.scalar != dtypes::index.scalar) {
-      flops += trips * u->dtype.count;  // index arithmetic and comparisons are not counted, as in tinygrad
+    } else {
+      visit(u.get(), trips);
     }
   }
+}
+
+}  // namespace
+
+double estimate_flops(const std::vector<UOpRef>& linear) {
+  double flops = 0;
+  for_each_with_trips(linear, [&](const UOp* u, double trips) {
+    if (group::ALU.has(u->op) && !u->dtype.is_bool() && u->dtype.scalar != dtypes::index.scalar)
+      flops += trips * u->dtype.count;  // index arithmetic and comparisons are not counted, as in tinygrad
+  });
   return flops;
+}
+
+double estimate_stored_bytes(const std::vector<UOpRef>& linear) {
+  double bytes = 0;
+  for_each_with_trips(linear, [&](const UOp* u, double trips) {
+    if (u->op == Ops::STORE && u->src[0]->src[0]->op == Ops::PARAM)
+      bytes += trips * static_cast<double>(u->src[1]->dtype.itemsize() * u->src[1]->dtype.count);
+  });
+  return bytes;
 }
 
 Program to_program(const UOpRef& ast, const Target& target, const std::optional<std::vector<Opt>>& opts) {
@@ -59,7 +82,10 @@ Program to_program(const UOpRef& ast, const Target& target, const std::optional<
   p.linear = linearize(k);
   if (check) spec::verify_linear(p.linear);
   p.flops = estimate_flops(p.linear);
-  p.source = target.renderer->render({p.name, p.linear, p.threads, local_ids, p.local_size});
+  // An output bigger than the caches would only evict what the next kernels read, and each line
+  // stored through them is read first (a store miss): such kernels store whole lines past them.
+  const bool streaming = target.streaming_store_bytes > 0 && estimate_stored_bytes(p.linear) >= target.streaming_store_bytes;
+  p.source = target.renderer->render({p.name, p.linear, p.threads, local_ids, p.local_size, streaming});
   return p;
 }
 

@@ -172,7 +172,8 @@ class KernelCache {
                                  .max_local_size = locals == 0 ? 0 : dev.max_local_size(),
                                  .local_memory_bytes = dev.local_memory_bytes(),
                                  .prefer_work_groups = locals == 1 || (locals != 0 && dev.prefers_work_groups()),
-                                 .vector_registers = dev.vector_registers()};
+                                 .vector_registers = dev.vector_registers(),
+                                 .streaming_store_bytes = dev.streaming_store_bytes()};
     std::optional<std::vector<codegen::Opt>> opts;
     if (opt_level > 0) opts = beam_search(ast, dev, target, static_cast<int>(opt_level));
     k->program = codegen::to_program(ast, target, opts);

@@ -23,6 +23,20 @@ static __attribute__((noinline, unused)) float kiln_logf(float x) { return __bui
 static __attribute__((noinline, unused)) double kiln_log(double x) { return __builtin_log(x); }
 )";
 
+// KILN_STREAM: a 64-byte store past the caches (x86's non-temporal vmovntps, which needs a 64-byte
+// aligned address: checked, a misaligned one is stored plainly; elsewhere a plain store) and
+// KILN_STREAM_FENCE, which orders a thread's streamed stores before whatever follows its share of
+// the kernel (the thread pool's handshake need not order them).
+const char* kStreamingStores = R"(#if defined(__x86_64__) && defined(__AVX512F__)
+#define KILN_STREAM(p, v) do { __auto_type p_ = (p); __auto_type v_ = (v); \
+  if ((unsigned long long)p_ & 63) *p_ = v_; else __asm__ volatile("vmovntps %1, %0" : "=m"(*p_) : "v"(v_)); } while (0)
+#define KILN_STREAM_FENCE() __asm__ volatile("sfence" ::: "memory")
+#else
+#define KILN_STREAM(p, v) (*(p) = (v))
+#define KILN_STREAM_FENCE() ((void)0)
+#endif
+)";
+
 CStyleLanguage c_language() {
   CStyleLanguage c;
   c.name = "C";
@@ -55,6 +69,10 @@ CStyleLanguage c_language() {
   };
   c.max = [](const std::string& a, const std::string& b, const std::string&) { return "KILN_MAX(" + a + ", " + b + ")"; };
   c.max_definition = [](const std::string&) { return std::string(); };
+  c.streaming_store_bytes = 64;
+  c.streaming_store = "KILN_STREAM";
+  c.streaming_definition = kStreamingStores;
+  c.streaming_fence = "KILN_STREAM_FENCE();";
   return c;
 }
 

@@ -264,7 +264,15 @@ std::string CStyleRenderer::render(const Kernel& k) const {
   std::set<std::string> vector_types, max_types;
   std::map<std::string, std::string> math_definitions;  // by function and type
   std::vector<std::pair<int64_t, std::string>> params;
+  // vector stores of a whole cache line to a buffer, past the caches where the kernel asks for it
+  auto streams = [&](const UOp* store) {
+    const DType stored = store->src[1]->dtype;
+    return k.streaming_stores && lang_.streaming_store_bytes > 0 && store->src[0]->src[0]->op == Ops::PARAM &&
+           stored.count > 1 && stored.itemsize() * stored.count == lang_.streaming_store_bytes;
+  };
+  bool streamed = false;
   for (const UOpRef& u : k.linear) {
+    streamed |= u->op == Ops::STORE && streams(u.get());
     for (const UOpRef& s : u->src) uses[s.get()]++;
     halves |= is_half(u->dtype);
     if (u->dtype.count > 1) {
@@ -289,7 +297,7 @@ std::string CStyleRenderer::render(const Kernel& k) const {
   if (groups)
     head << "/* launch: " << k.threads << " work-groups of [" << k.local_size[0] << ", " << k.local_size[1] << ", "
          << k.local_size[2] << "] work-items */\n";
-  head << lang_.preamble << (halves ? kHalfPreamble : "");
+  head << lang_.preamble << (halves ? kHalfPreamble : "") << (streamed ? lang_.streaming_definition : "");
   for (const std::string& type : max_types) head << lang_.max_definition(type);
   for (const std::string& type : vector_types) head << type;
   for (const auto& [function, definition] : math_definitions) head << definition;
@@ -399,8 +407,12 @@ std::string CStyleRenderer::render(const Kernel& k) const {
         std::string value = src(u, 1);
         // a gated store (a PADTO loop's extra iterations) writes nothing where the gate is false
         const std::string gate = idx->src.size() > 2 ? "if (" + name.at(idx->src[2].get()) + ") " : "";
-        if (idx->src[0]->op == Ops::PARAM && u->src[1]->dtype.count > 1) {
-          line(gate + "*(" + t.reg(u->src[1]->dtype) + "*)" + name.at(idx) + " = " + value + ";");
+        const DType stored = u->src[1]->dtype;
+        if (streams(u)) {
+          // (the value in parentheses: a vector literal's commas would split the macro's arguments)
+          line(gate + lang_.streaming_store + "((" + t.reg(stored) + "*)" + name.at(idx) + ", (" + value + "));");
+        } else if (idx->src[0]->op == Ops::PARAM && stored.count > 1) {
+          line(gate + "*(" + t.reg(stored) + "*)" + name.at(idx) + " = " + value + ";");
         } else if (idx->src[0]->op == Ops::PARAM) {
           if (is_half(u->src[1]->dtype)) value = "kiln_float_to_" + half_suffix(u->src[1]->dtype) + "(" + value + ")";
           line(gate + "*" + name.at(idx) + " = " + value + ";");
@@ -424,6 +436,7 @@ std::string CStyleRenderer::render(const Kernel& k) const {
       }
     }
   }
+  if (streamed) line(lang_.streaming_fence);
   head << body.str() << "}\n";
   return head.str();
 }

@@ -49,6 +49,12 @@ struct CStyleLanguage {
   // it needs once per kernel for that type ("" when the preamble has them).
   std::function<std::string(const std::string& a, const std::string& b, const std::string& type)> max;
   std::function<std::string(const std::string& type)> max_definition;
+  // Stores past the caches (Kernel::streaming_stores): the bytes of one (a cache line; 0: the
+  // language has none), the macro that stores a vector of that size at a pointer, what a kernel
+  // with such stores defines once for it, and the statement after the kernel's last one (which
+  // orders them before the kernel's end).
+  int streaming_store_bytes = 0;
+  std::string streaming_store, streaming_definition, streaming_fence;
 };
 
 // The parameter list "(T0 data0, T1 data1, ...)" of a kernel whose arguments are positional (a

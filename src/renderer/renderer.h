@@ -17,6 +17,9 @@ struct Kernel {
   // size along each (none: no work-groups, core_id is the work-item; else core_id is the group).
   std::vector<int64_t> local_axes;
   std::array<int64_t, 3> local_size{1, 1, 1};
+  // Whether stores of whole cache lines to buffers bypass the caches (where the language can):
+  // codegen asks for it when the kernel's output outgrows them.
+  bool streaming_stores = false;
 };
 
 class Renderer {

@@ -1,5 +1,7 @@
 // The CPU device: host memory, kernels compiled by the system C compiler, run on the thread pool.
+#include <fstream>
 #include <memory>
+#include <string>
 
 #include "runtime/builtin_devices.h"
 #include "runtime/cc_compiler.h"
@@ -10,6 +12,24 @@
 
 namespace kiln::runtime {
 namespace {
+
+// The size of the last (highest-level) cache from sysfs, 0 if unknown. (glibc's
+// sysconf(_SC_LEVEL3_CACHE_SIZE) says 320 MB for a VM's 32 MB L3 on AMD EPYC.)
+int64_t last_level_cache_bytes() {
+  int64_t bytes = 0;
+  int highest = 0;
+  for (int i = 0;; i++) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    std::ifstream level_file(dir + "level"), size_file(dir + "size");
+    int level = 0;
+    int64_t size = 0;
+    char unit = 0;
+    if (!(level_file >> level) || !(size_file >> size)) return bytes;
+    size_file >> unit;  // "32768K"
+    size *= unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : unit == 'G' ? 1024 * 1024 * 1024 : 1;
+    if (level >= highest) highest = level, bytes = size;
+  }
+}
 
 class CpuDevice final : public Device {
  public:
@@ -27,6 +47,10 @@ class CpuDevice final : public Device {
     return 16;
   }
   int vector_registers() const override { return __builtin_cpu_supports("avx512f") ? 32 : 16; }
+  int64_t streaming_store_bytes() const override {
+    static const int64_t bytes = last_level_cache_bytes();
+    return bytes;
+  }
 
  private:
   CpuAllocator allocator_;
