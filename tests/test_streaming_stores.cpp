@@ -1,4 +1,4 @@
-// Streaming stores: kernels that store at least codegen::Target::streaming_store_bytes (the CPU:
+// Streaming stores: kernels that store at least codegen::Target::cache_bytes (the CPU:
 // its last-level cache) write whole cache lines past the caches (KILN_STREAM in C). Checked: which
 // kernels and stores get them, and that their results match the same kernel without opts (the
 // reference), with vectors at 64-byte aligned addresses and at misaligned ones (stored plainly).
@@ -19,7 +19,7 @@ namespace {
 bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
 codegen::Target avx512_streaming_from(int64_t bytes) {
-  return {.renderer = &renderer::c_renderer(), .vector_bytes = 64, .vector_registers = 32, .streaming_store_bytes = bytes};
+  return {.renderer = &renderer::c_renderer(), .vector_bytes = 64, .vector_registers = 32, .cache_bytes = bytes};
 }
 
 UOpRef only_kernel(const Tensor& t) {
@@ -58,7 +58,7 @@ TEST(StreamingStores, ResultsMatchTheKernelWithoutOpts) {
                                   .max_threads = cpu.max_threads(),
                                   .vector_bytes = cpu.vector_bytes(),
                                   .vector_registers = cpu.vector_registers(),
-                                  .streaming_store_bytes = 1};
+                                  .cache_bytes = 1};
   const codegen::Target noopt{.renderer = &renderer::c_renderer(), .optimize = false};
   std::mt19937 rng(7);
   const Tensor aligned = kt::make(ref::random({64, 32}, 4)).matmul(kt::make(ref::random({32, 256}, 9)));

@@ -122,11 +122,11 @@ class Device {
   // hold accumulators, the rest the loads). Default 16 (x86-64 with AVX2 or SSE); AVX-512 and ARM's
   // NEON have 32.
   virtual int vector_registers() const;
-  // Kernels that store at least this many bytes store whole cache lines past the caches (in "C"
-  // kernels: x86's non-temporal stores of 64-byte vectors, at 64-byte aligned addresses). Best set
-  // to the last-level cache's size: a bigger output evicts itself before the next kernel reads it.
-  // 0 (the default) means never.
-  virtual int64_t streaming_store_bytes() const;
+  // The size of its last-level cache in bytes; 0 (the default): unknown. Kernels whose outputs
+  // outgrow it store whole cache lines past the caches ("C" kernels: x86's non-temporal stores of
+  // 64-byte vectors), as such an output evicts itself before the next kernel reads it; reductions
+  // over inputs bigger than it prefetch their next slab (codegen/prefetch.cpp).
+  virtual int64_t last_level_cache_bytes() const;
   // Work-groups: the most work-items one may have, and the local (shared) memory it may use, in
   // bytes. 0 (the default) means none: kernels run as core_ids only and kiln never makes LOCAL or
   // GROUP opts for the device.

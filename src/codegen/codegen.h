@@ -4,6 +4,7 @@
 #include <array>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "codegen/opt.h"
@@ -35,9 +36,9 @@ struct Target {
   int64_t local_memory_bytes = 0;  // local (__shared__) memory per work-group
   bool prefer_work_groups = true;  // whether hand_coded_opts uses them (else the CPU's loop opts)
   int vector_registers = 16;       // how many SIMD registers of vector_bytes (register tile sizes)
-  // Kernels that store at least this many bytes store whole cache lines past the caches (the
-  // last-level cache's size); 0: never.
-  int64_t streaming_store_bytes = 0;
+  // The last-level cache's size (0: unknown). Kernels that store more store whole cache lines past
+  // the caches; reductions over bigger inputs prefetch (prefetch.cpp).
+  int64_t cache_bytes = 0;
 };
 
 // UPCAST ranges → copies of the statements that use them, one per value of the range; the
@@ -61,6 +62,10 @@ std::vector<UOpRef> linearize(const UOpRef& sink);
 double estimate_flops(const std::vector<UOpRef>& linear);
 // Bytes a linearized kernel stores to its buffers (each store times the trip count of its loops).
 double estimate_stored_bytes(const std::vector<UOpRef>& linear);
+// Loads of a linearized kernel to prefetch ahead of (prefetch.cpp), with how many elements ahead:
+// loads in reductions from inputs bigger than `cache_bytes`, the next slab along their innermost
+// output loop, one load per cache line of upcast copies. None when cache_bytes is 0.
+std::unordered_map<const UOp*, int64_t> prefetch_distances(const std::vector<UOpRef>& linear, int64_t cache_bytes);
 
 // The whole pipeline for one kernel, with the given opts (none: hand_coded_opts picks them;
 // throws kiln::Error if one does not apply).

@@ -84,8 +84,9 @@ Program to_program(const UOpRef& ast, const Target& target, const std::optional<
   p.flops = estimate_flops(p.linear);
   // An output bigger than the caches would only evict what the next kernels read, and each line
   // stored through them is read first (a store miss): such kernels store whole lines past them.
-  const bool streaming = target.streaming_store_bytes > 0 && estimate_stored_bytes(p.linear) >= target.streaming_store_bytes;
-  p.source = target.renderer->render({p.name, p.linear, p.threads, local_ids, p.local_size, streaming});
+  const bool streaming = target.cache_bytes > 0 && estimate_stored_bytes(p.linear) >= static_cast<double>(target.cache_bytes);
+  p.source = target.renderer->render({p.name, p.linear, p.threads, local_ids, p.local_size, streaming,
+                                      prefetch_distances(p.linear, target.cache_bytes)});
   return p;
 }
 

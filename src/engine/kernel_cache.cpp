@@ -173,7 +173,7 @@ class KernelCache {
                                  .local_memory_bytes = dev.local_memory_bytes(),
                                  .prefer_work_groups = locals == 1 || (locals != 0 && dev.prefers_work_groups()),
                                  .vector_registers = dev.vector_registers(),
-                                 .streaming_store_bytes = dev.streaming_store_bytes()};
+                                 .cache_bytes = dev.last_level_cache_bytes()};
     std::optional<std::vector<codegen::Opt>> opts;
     if (opt_level > 0) opts = beam_search(ast, dev, target, static_cast<int>(opt_level));
     k->program = codegen::to_program(ast, target, opts);

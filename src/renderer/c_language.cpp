@@ -73,6 +73,7 @@ CStyleLanguage c_language() {
   c.streaming_store = "KILN_STREAM";
   c.streaming_definition = kStreamingStores;
   c.streaming_fence = "KILN_STREAM_FENCE();";
+  c.prefetch = "__builtin_prefetch";
   return c;
 }
 

@@ -383,6 +383,9 @@ std::string CStyleRenderer::render(const Kernel& k) const {
       }
       case Ops::LOAD: {
         const UOp* idx = u->src[0].get();
+        // (a prefetch never faults: past a gate or the buffer's end it fetches nothing useful)
+        if (auto ahead = k.prefetch.find(u); ahead != k.prefetch.end() && !lang_.prefetch.empty())
+          line(lang_.prefetch + "(" + name.at(idx) + "+" + std::to_string(ahead->second) + ");");
         if (u->dtype.count > 1 && idx->src[0]->op == Ops::PARAM) {
           // a vector of neighbours; a gated one branches, as the lanes past the gate may be
           // past the buffer's end

@@ -55,6 +55,8 @@ struct CStyleLanguage {
   // orders them before the kernel's end).
   int streaming_store_bytes = 0;
   std::string streaming_store, streaming_definition, streaming_fence;
+  // The function that hints a read of memory ahead of a load, given a pointer ("" where none).
+  std::string prefetch;
 };
 
 // The parameter list "(T0 data0, T1 data1, ...)" of a kernel whose arguments are positional (a

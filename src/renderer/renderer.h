@@ -3,6 +3,7 @@
 // for one language. Codegen asks it what it can render; it knows nothing of devices.
 #include <array>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "kiln/ir/uop.h"
@@ -20,6 +21,8 @@ struct Kernel {
   // Whether stores of whole cache lines to buffers bypass the caches (where the language can):
   // codegen asks for it when the kernel's output outgrows them.
   bool streaming_stores = false;
+  // Loads to prefetch ahead of, by how many elements (where the language can): codegen's choice.
+  std::unordered_map<const UOp*, int64_t> prefetch;
 };
 
 class Renderer {

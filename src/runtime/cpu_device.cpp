@@ -15,7 +15,7 @@ namespace {
 
 // The size of the last (highest-level) cache from sysfs, 0 if unknown. (glibc's
 // sysconf(_SC_LEVEL3_CACHE_SIZE) says 320 MB for a VM's 32 MB L3 on AMD EPYC.)
-int64_t last_level_cache_bytes() {
+int64_t cache_size_from_sysfs() {
   int64_t bytes = 0;
   int highest = 0;
   for (int i = 0;; i++) {
@@ -47,8 +47,8 @@ class CpuDevice final : public Device {
     return 16;
   }
   int vector_registers() const override { return __builtin_cpu_supports("avx512f") ? 32 : 16; }
-  int64_t streaming_store_bytes() const override {
-    static const int64_t bytes = last_level_cache_bytes();
+  int64_t last_level_cache_bytes() const override {
+    static const int64_t bytes = cache_size_from_sysfs();
     return bytes;
   }
 
