@@ -595,9 +595,20 @@ std::vector<Opt> hand_coded_opts(const UOpRef& ast, const Target& target) {
   // Loop order: the tile's wider loop goes outside (a matmul's column blocks outside its row
   // blocks). The operand the inner loop reads is streamed again for every outer iteration, so
   // fewer, wider outer iterations re-read it less (matmul 2048: ~30% faster).
+  // Only with an operand of each kind: one read along the first pick but not the second (a
+  // matmul's B), one along the second but not the first (its A). Where every big load moves along
+  // both (a max-pool of channels-last data, whose other loads are per-channel values), the swap
+  // would only split each row of channels over outer iterations: the whole input streamed once per
+  // block of channels (the MNIST CNN's BatchNorm and max-pool kernels, 2-3x slower).
+  auto operand_along_only = [&](const UOp* r, const UOp* other) {
+    for (const UOp* load : loads_in_reduction(k))
+      if (address_reads(load, r) && !address_reads(load, other)) return true;
+    return false;
+  };
   auto outer_remains = [](const std::pair<const UOp*, int64_t>& pick) { return range_size(pick.first) > pick.second; };
   if (picks.size() == 2 && picks[0].second > picks[1].second && axis_id(picks[1].first) < axis_id(picks[0].first) &&
-      outer_remains(picks[0]) && outer_remains(picks[1]) && !broadcasts_a_reduction(k))
+      outer_remains(picks[0]) && outer_remains(picks[1]) && !broadcasts_a_reduction(k) &&
+      operand_along_only(picks[0].first, picks[1].first) && operand_along_only(picks[1].first, picks[0].first))
     opts.push_back({OptOp::SWAP, axis_id(picks[1].first), axis_id(picks[0].first)});
   if (unroll) {
     // the other reductions' UNROLLs and the row's UPCAST where the copies they add still fit
