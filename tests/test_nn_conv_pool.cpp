@@ -535,6 +535,22 @@ kt::Tol winograd_tol(const NdArray& want) {
   return {0, 2e-5 * largest};
 }
 
+TEST(MaxPool2d, PoolsChannelsLastConvolutionOutputsInTheirLayout) {
+  // a channels-last conv's output (6-wide rows of 32 channels), ReLU'd: pooled channels-last, a
+  // max over (N, h, w, C) viewed as NCHW; an NCHW input keeps the NCHW max (no view). Values and gradients
+  // against naive float64 loops and finite differences.
+  NdArray x = ref::random({2, 16, 8, 8}, 21), w = ref::random({32, 16, 3, 3}, 22);
+  auto conv_relu_pool = [](const Ts& v) { return v[0].conv2d(v[1]).relu().max_pool2d(2); };
+  const Tensor pooled = conv_relu_pool({f64(x), f64(w)});
+  ASSERT_EQ(pooled.uop()->op, kiln::Ops::PERMUTE);
+  EXPECT_EQ(Tensor(pooled.uop()->src[0]).shape(), (kiln::Shape{2, 3, 3, 32}));
+  EXPECT_NE(f64(x).max_pool2d(2).uop()->op, kiln::Ops::PERMUTE);
+  NdArray relu = conv_ref(x, w, std::nullopt, {});
+  for (double& v : relu.data) v = std::max(v, 0.0);
+  EXPECT_TRUE(kt::matches(pooled, max_pool_ref(relu, {}), kF64));
+  EXPECT_TRUE(gc::check(conv_relu_pool, {x, w}, kSampled));
+}
+
 TEST(Winograd, ToomCookMatricesComputeTheCorrelation) {
   for (auto [m, r] : std::vector<std::pair<int64_t, int64_t>>{{2, 3}, {4, 3}, {6, 3}, {2, 5}, {4, 5}, {4, 7}}) {
     const winograd::Matrices mat = winograd::toom_cook(m, r);
