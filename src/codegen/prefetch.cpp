@@ -40,7 +40,8 @@ void ranges_read(const UOp* e, std::set<const UOp*>& out) {
   for (const UOpRef& s : e->src) ranges_read(s.get(), out);
 }
 
-// d(e)/d(loop) for a sum of loops times constants, else nullopt.
+// d(e)/d(loop) for a sum of loops times constants, else nullopt. (codegen's linear_coefficient
+// would walk into the loops' own sources, which after lowering order them after other loops.)
 std::optional<int64_t> step_along(const UOp* e, const UOp* loop) {
   switch (e->op) {
     case Ops::RANGE: return e == loop ? 1 : 0;
@@ -59,6 +60,52 @@ std::optional<int64_t> step_along(const UOp* e, const UOp* loop) {
   }
 }
 
+bool reduces(const UOp* range) { return range->arg_as<RangeArg>().reduces(); }
+
+// A load of a buffer: its address, element size and lanes, and the loops it moves along. The
+// loops around it, `open`, come outermost first.
+struct Load {
+  const UOp* address;
+  int64_t itemsize, lanes;
+  std::set<const UOp*> reads;  // the loops its address moves along
+
+  // Whether a step of `loop` moves it less than a cache line (not at all, where it does not read it).
+  bool within_a_line(const UOp* loop) const {
+    const std::optional<int64_t> step = step_along(address, loop);
+    return step && std::abs(*step) * itemsize < kLineBytes;
+  }
+  // The bytes it sweeps over the whole kernel (0 when its address is not linear in its loops).
+  double span_bytes() const {
+    double span = static_cast<double>(lanes);
+    for (const UOp* r : reads) {
+      const std::optional<int64_t> step = step_along(address, r);
+      if (!step) return 0;
+      span += static_cast<double>(extent(r) - 1) * static_cast<double>(std::abs(*step));
+    }
+    return span * static_cast<double>(itemsize);
+  }
+  // The innermost output loop along which it moves to other lines, with its step: the next
+  // iterations of that loop read the next slab (a loop stepping within a line, as a block of a
+  // row of channels, re-reads this one).
+  std::pair<const UOp*, int64_t> next_slab_loop(const std::vector<const UOp*>& open) const {
+    for (auto it = open.rbegin(); it != open.rend(); ++it)
+      if (!reduces(*it) && reads.count(*it) && !within_a_line(*it))
+        if (const std::optional<int64_t> step = step_along(address, *it); step && *step > 0) return {*it, *step};
+    return {nullptr, 0};
+  }
+  // Whether memory idles while the kernel computes on a slab: its innermost loop dwells on the
+  // lines it reads (a broadcast operand stepping an element at a time), or an output loop inside
+  // `along` re-reads them (a register tile's later blocks). A load that takes a new line at every
+  // step streams, and the hardware's prefetchers keep up with it (a Winograd transform pass: 4.0
+  // -> 4.5 ms with prefetches).
+  bool computes_between_slabs(const std::vector<const UOp*>& open, const UOp* along) const {
+    if (within_a_line(open.back())) return true;
+    for (auto it = std::find(open.begin(), open.end(), along) + 1; it != open.end(); ++it)
+      if (!reduces(*it) && within_a_line(*it)) return true;
+    return false;
+  }
+};
+
 }  // namespace
 
 std::unordered_map<const UOp*, int64_t> prefetch_distances(const std::vector<UOpRef>& linear, int64_t cache_bytes) {
@@ -70,50 +117,15 @@ std::unordered_map<const UOp*, int64_t> prefetch_distances(const std::vector<UOp
     const UOp* u = ref.get();
     if (u->op == Ops::RANGE) open.push_back(u);
     if (u->op == Ops::END) open.resize(open.size() - (u->src.size() - 1));
-    if (u->op != Ops::LOAD || u->src[0]->src[0]->op != Ops::PARAM) continue;
-    const bool in_reduction = std::any_of(open.begin(), open.end(), [](const UOp* r) { return r->arg_as<RangeArg>().reduces(); });
-    if (!in_reduction) continue;
-    const UOp* address = u->src[0]->src[1].get();
-    std::set<const UOp*> reads;
-    ranges_read(address, reads);
-    // the memory it sweeps over the whole kernel: a small input stays in the caches anyway
-    const int64_t itemsize = u->dtype.itemsize();
-    double span = u->dtype.count;
-    bool linear = true;
-    for (const UOp* r : reads) {
-      const std::optional<int64_t> step = step_along(address, r);
-      linear &= step.has_value();
-      if (step) span += static_cast<double>(extent(r) - 1) * static_cast<double>(std::abs(*step));
-    }
-    if (!linear || span * static_cast<double>(itemsize) < static_cast<double>(cache_bytes)) continue;
-    // the innermost output loop along which it moves to other cache lines: its next iterations
-    // read the next slab (a loop stepping within a line, as a block of a row, re-reads this one)
-    const UOp* along = nullptr;
-    std::optional<int64_t> stride;
-    for (auto it = open.rbegin(); it != open.rend() && !along; ++it) {
-      if ((*it)->arg_as<RangeArg>().reduces() || !reads.count(*it)) continue;
-      stride = step_along(address, *it);
-      if (stride && *stride * itemsize >= kLineBytes) along = *it;
-    }
-    if (!along) continue;
-    // Only where memory idles while the kernel computes: the innermost loop dwells on the lines it
-    // reads (a broadcast operand stepping an element at a time), or an output loop inside `along`
-    // re-reads the slab (a register tile's later blocks). A load that takes a new line at every
-    // step streams, and the hardware's prefetchers keep up with it (a Winograd transform pass:
-    // 4.0 -> 4.5 ms with prefetches).
-    auto within_a_line = [&](const UOp* r) {
-      const std::optional<int64_t> step = step_along(address, r);
-      return step && std::abs(*step) * itemsize < kLineBytes;
-    };
-    const bool dwells = within_a_line(open.back());
-    bool rereads = false;
-    for (auto it = std::find(open.begin(), open.end(), along) + 1; it != open.end(); ++it)
-      rereads |= !(*it)->arg_as<RangeArg>().reduces() && within_a_line(*it);
-    if (!dwells && !rereads) continue;
-    const auto [varying, constant] = split_constant(address);
-    if (!lines_fetched[{u->src[0]->src[0].get(), varying}].insert(constant * itemsize / kLineBytes).second) continue;
-    const double step_bytes = static_cast<double>(*stride * itemsize);
-    ahead[u] = *stride * static_cast<int64_t>(std::ceil(kAheadBytes / step_bytes));
+    if (u->op != Ops::LOAD || u->src[0]->src[0]->op != Ops::PARAM || std::none_of(open.begin(), open.end(), reduces)) continue;
+    Load load{u->src[0]->src[1].get(), u->dtype.itemsize(), u->dtype.count, {}};
+    ranges_read(load.address, load.reads);
+    if (load.span_bytes() < static_cast<double>(cache_bytes)) continue;  // a small input stays in the caches anyway
+    const auto [along, step] = load.next_slab_loop(open);
+    if (!along || !load.computes_between_slabs(open, along)) continue;
+    const auto [varying, constant] = split_constant(load.address);
+    if (!lines_fetched[{u->src[0]->src[0].get(), varying}].insert(constant * load.itemsize / kLineBytes).second) continue;
+    ahead[u] = step * static_cast<int64_t>(std::ceil(kAheadBytes / static_cast<double>(step * load.itemsize)));
   }
   return ahead;
 }
