@@ -22,8 +22,6 @@ namespace {
 constexpr double kAheadBytes = 2560;
 constexpr int64_t kLineBytes = 64;
 
-int64_t extent(const UOp* range) { return static_cast<int64_t>(range->src[0]->const_value()); }
-
 // An address as (what varies, constant part): copies of an upcast load differ in the constant only.
 std::pair<const UOp*, int64_t> split_constant(const UOp* address) {
   if (address->op == Ops::ADD && address->src[1]->op == Ops::CONST)
@@ -80,7 +78,7 @@ struct Load {
     for (const UOp* r : reads) {
       const std::optional<int64_t> step = step_along(address, r);
       if (!step) return 0;
-      span += static_cast<double>(extent(r) - 1) * static_cast<double>(std::abs(*step));
+      span += static_cast<double>(range_size(r) - 1) * static_cast<double>(std::abs(*step));
     }
     return span * static_cast<double>(itemsize);
   }

@@ -478,10 +478,6 @@ struct Window {
   }
 };
 
-}  // namespace
-
-namespace {
-
 // Whether x is elementwise over channels-last buffers viewed channels-first (a channels-last
 // convolution's output and what BatchNorm and ReLU make of it), per-channel values and constants
 // aside: a kernel reading it moves along memory when its channels vary fastest.
@@ -494,7 +490,7 @@ bool reads_channels_last(const Tensor& x) {
   std::function<bool(const UOpRef&)> elementwise_over = [&](const UOpRef& ref) {
     const UOp* u = ref.get();
     if (!seen.insert(u).second || u->op == Ops::CONST || u->op == Ops::EXPAND) return true;  // EXPAND: a broadcast
-    if (Tensor(ref).numel() < x.numel()) return true;  // the same: a per-channel value, a statistic
+    if (prod(u->shape_or_throw()) < x.numel()) return true;  // the same: a per-channel value, a statistic
     if (u->op == Ops::PERMUTE) {
       const Ops base = u->src[0]->op;
       const bool channels_last_buffer = u->arg_as<Shape>() == viewed_channels_first && (base == Ops::CONTIGUOUS || base == Ops::BUFFER);
@@ -502,7 +498,7 @@ bool reads_channels_last(const Tensor& x) {
       return channels_last_buffer;
     }
     // (an identity reshape marks a custom gradient's output, as BatchNorm's)
-    const bool same = u->op == Ops::DETACH || (u->op == Ops::RESHAPE && Tensor(u->src[0]).shape() == Tensor(ref).shape());
+    const bool same = u->op == Ops::DETACH || (u->op == Ops::RESHAPE && u->src[0]->shape_or_throw() == u->shape_or_throw());
     if (!group::Elementwise.has(u->op) && !same) return false;
     return std::all_of(u->src.begin(), u->src.end(), elementwise_over);
   };
