@@ -54,6 +54,9 @@ std::optional<int64_t> linear_coefficient(const UOp* e, const UOp* axis);
 // Reductions over a GROUP_REDUCE range → each work-item's partial into local memory, a barrier,
 // and a reduction of the partials (run by every work-item, which all get the same result).
 UOpRef lower_group_reduces(const UOpRef& sink);
+// Long float sums accumulated in blocks of loop iterations, each block's total added to the sum's
+// (block_sums.cpp): the rounding error grows with the block count and size, not the term count.
+UOpRef block_long_sums(const UOpRef& sink);
 // REDUCE → accumulator registers: initialize, update in their loops, read after them.
 UOpRef lower_reduces(const UOpRef& ast);
 // Flat list in program order: loops open right before they're needed and close right after.

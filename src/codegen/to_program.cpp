@@ -73,6 +73,9 @@ Program to_program(const UOpRef& ast, const Target& target, const std::optional<
   k = expand_upcasts(k, target.optimize ? target.vector_bytes : 0);
   trace::record_pass("expand upcasts", before, k);
   before = k;
+  k = block_long_sums(k);
+  trace::record_pass("block long sums", before, k);
+  before = k;
   k = lower_group_reduces(k);
   trace::record_pass("lower group reduces", before, k);
   before = k;
