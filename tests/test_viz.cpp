@@ -213,6 +213,7 @@ TEST(VizServer, ServesThePageAndTheApiAtExit) {
   EXPECT_GT(groups.size(), 2u);
   EXPECT_FALSE(json::parse(cli.Get("/api/trace/0")->body)["nodes"].empty());
   EXPECT_EQ(cli.Get("/api/trace/999999")->status, 404);
+  EXPECT_EQ(cli.Get("/api/trace/99999999999999999999999999")->status, 404);  // past size_t: not a 500
   EXPECT_FALSE(json::parse(cli.Get("/api/kernels")->body).empty());
   EXPECT_FALSE(json::parse(cli.Get("/api/schedule")->body).empty());
 }

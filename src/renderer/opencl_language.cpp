@@ -52,7 +52,10 @@ CStyleLanguage opencl_language() {
     return "kiln_max_" + identifier(type) + "(" + a + ", " + b + ")";
   };
   cl.max_definition = [](const std::string& type) {
-    return "static inline " + type + " kiln_max_" + identifier(type) + "(" + type + " a, " + type + " b) { return (a > b || a != a) ? a : b; }\n";
+    // only a float can be NaN (a != a on integers is a self-comparison PoCL's clang warns about)
+    const bool is_float = type.starts_with("float") || type.starts_with("double") || type.starts_with("half");
+    return "static inline " + type + " kiln_max_" + identifier(type) + "(" + type + " a, " + type + " b) { return (a > b" +
+           (is_float ? " || a != a" : "") + ") ? a : b; }\n";
   };
   return cl;
 }

@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <charconv>
 #include <cstdio>
 #include <httplib.h>
 
@@ -39,7 +40,12 @@ void routes(httplib::Server& svr) {
   svr.Get("/api/kernels", [json](const httplib::Request&, httplib::Response& res) { json(res, kernels_json()); });
   svr.Get("/api/schedule", [json](const httplib::Request&, httplib::Response& res) { json(res, schedules_json()); });
   svr.Get(R"(/api/trace/(\d+))", [json](const httplib::Request& req, httplib::Response& res) {
-    if (auto body = trace_json(std::stoull(req.matches[1].str()))) return json(res, *body);
+    // an id too big for size_t names no trace either (stoull would throw: a 500)
+    const std::string text = req.matches[1].str();
+    size_t id = 0;
+    const auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), id);
+    if (err == std::errc() && end == text.data() + text.size())
+      if (auto body = trace_json(id)) return json(res, *body);
     res.status = 404;
     res.set_content("no trace " + req.matches[1].str(), "text/plain");
   });
