@@ -5,6 +5,8 @@
 //   sum, fused elementwise  GB/s against a STREAM triad on all cores
 //   softmax (4096, 1024)    ms (bench/torch_kernels.py adds PyTorch's figure)
 //   conv2d 3x3              GFLOP/s against kiln's own matmul 1024
+//   gather                  ms to pick 128 rows of a 60000x784 dataset (bench/torch_kernels.py adds
+//                           PyTorch's figure)
 //   dispatch latency        us per realize of tiny cached kernels (also with 1000 other tensors live)
 //   compile                 cold (fresh KILN_CACHE; median of 5 new kernels) against cached realize
 // Writes `key value` lines to out_file (default bench/results/kernels.txt) and appends one JSON
@@ -159,6 +161,16 @@ void bench_conv2d(double matmul_1024_gflops) {
   figures.add("conv2d_vs_matmul_1024", gflops / matmul_1024_gflops);
 }
 
+// ---- gather: a training batch of rows picked from a dataset by an index tensor
+
+void bench_gather() {
+  Tensor x = Tensor::rand({60000, 784}).realize();
+  Tensor samp = Tensor::randint({128}, 0, 60000).realize();
+  double ms = best_kernel_seconds([&] { return x.index_select(0, samp); }, 10) * 1e3;
+  std::printf("gather 128 rows of 60000x784 kiln %8.3f ms\n", ms);
+  figures.add("gather_128_of_60000x784_ms", ms);
+}
+
 // ---- overheads: dispatch of cached tiny kernels, cold compile
 
 // Wall microseconds per realize of make(), averaged over many, after warm-up (compile, caches).
@@ -227,7 +239,7 @@ void bench_compile() {
 
 int main(int argc, char** argv) {
   std::string out_path = "bench/results/kernels.txt";
-  std::vector<std::string> groups = {"compile", "matmul", "memory", "softmax", "conv", "dispatch"};
+  std::vector<std::string> groups = {"compile", "matmul", "memory", "softmax", "conv", "gather", "dispatch"};
   const std::vector<std::string> all_groups = groups;
   std::vector<int64_t> sizes = {256, 512, 1024, 2048, 257, 1000};
   int beam = 2;
@@ -261,6 +273,7 @@ int main(int argc, char** argv) {
   if (wanted("memory")) bench_memory_bound();
   if (wanted("softmax")) bench_softmax();
   if (wanted("conv")) bench_conv2d(mm_1024 > 0 ? mm_1024 : bench_matmul(1024, 0));
+  if (wanted("gather")) bench_gather();
   if (wanted("dispatch")) bench_dispatch();
 
   figures.write_text(out_path);

@@ -1,8 +1,8 @@
 """PyTorch reference for bench/kernels.cpp, measured in the same run on the same machine: matmul
-1024, softmax (4096, 1024), sum of 16M floats (best wall time of several after a warm-up) and the
-dispatch latency of (a+b) on 4 elements (mean over many). Prints each next to kiln's figure and
-appends figures and speed ratios (above 1: kiln faster) to the results file kernels.cpp wrote, and
-one JSON line to the .jsonl beside it.   usage: torch_kernels.py RESULTS_FILE"""
+1024, softmax (4096, 1024), sum of 16M floats, 128 rows gathered from a 60000x784 dataset (best wall
+time of several after a warm-up) and the dispatch latency of (a+b) on 4 elements (mean over many).
+Prints each next to kiln's figure and appends figures and speed ratios (above 1: kiln faster) to the
+results file kernels.cpp wrote, and one JSON line to the .jsonl beside it.   usage: torch_kernels.py RESULTS_FILE"""
 import json
 import os
 import sys
@@ -32,6 +32,8 @@ s = torch.randn(4096, 1024)
 softmax_ms = best_seconds(lambda: torch.softmax(s, -1), 10) * 1e3
 v = torch.rand(16 * 1024 * 1024)
 sum_gbps = 4 * v.numel() / best_seconds(lambda: v.sum(), 10) / 1e9
+data, samp = torch.rand(60000, 784), torch.randint(0, 60000, (128,))
+gather_ms = best_seconds(lambda: data[samp], 10) * 1e3
 a, b = torch.rand(4), torch.rand(4)
 for _ in range(50):
     a + b
@@ -48,6 +50,8 @@ rows = [
     ("softmax_4096x1024", figures["softmax_4096x1024_ms"], softmax_ms, "ms", "ms",
      softmax_ms / figures["softmax_4096x1024_ms"]),
     ("sum_16M", figures["sum_16M_gbps"], sum_gbps, "GB/s", "gbps", figures["sum_16M_gbps"] / sum_gbps),
+    ("gather_128_of_60000x784", figures["gather_128_of_60000x784_ms"], gather_ms, "ms", "ms",
+     gather_ms / figures["gather_128_of_60000x784_ms"]),
     ("dispatch_add", figures["dispatch_add_us"], dispatch_us, "us", "us", dispatch_us / figures["dispatch_add_us"]),
 ]
 added = {}

@@ -43,6 +43,14 @@ struct Options {
   uint64_t seed = 99;                   // of the output weights R and the directions
 };
 
+// Finite differences on a few elements per input (and random directions over all of them), for
+// ops whose every evaluation builds a new graph.
+inline Options few_elements(int64_t n = 4) {
+  Options o;
+  o.max_elements = n;
+  return o;
+}
+
 inline std::vector<Tensor> make_all(const std::vector<NdArray>& xs, DType dt) {
   std::vector<Tensor> out;
   for (const NdArray& x : xs) out.push_back(kt::make(x, dt));

@@ -68,6 +68,18 @@ TEST(Einsum, MatchesNaiveLoopsAndGradients) {
       {"ab,bc,cd->ad", {"ab", "bc", "cd"}, "ad", {{2, 3}, {3, 4}, {4, 2}}},
       {"...ij,...jk->...ik", {"zij", "zjk"}, "zik", {{3, 2, 4}, {3, 4, 2}}},  // ellipsis
       {" ba , ca -> bc ", {"ba", "ca"}, "bc", {{3, 5}, {2, 5}}},             // spaces, unsorted letters
+      // a letter repeated within one operand: its diagonal
+      {"ii->", {"ii"}, "", {{4, 4}}},
+      {"ii", {"ii"}, "", {{3, 3}}},                                           // implicit: the trace
+      {"ii->i", {"ii"}, "i", {{5, 5}}},
+      {"iij->j", {"iij"}, "j", {{3, 3, 2}}},
+      {"jii->ij", {"jii"}, "ij", {{2, 3, 3}}},
+      {"iji->ij", {"iji"}, "ij", {{3, 2, 3}}},
+      {"iii->i", {"iii"}, "i", {{3, 3, 3}}},
+      {"iijj->ij", {"iijj"}, "ij", {{2, 2, 3, 3}}},
+      {"ii,ij->j", {"ii", "ij"}, "j", {{3, 3}, {3, 4}}},
+      {"...ii->...i", {"zii"}, "zi", {{2, 3, 3}}},
+      {"ii->i", {"ii"}, "i", {{1, 1}}},
   };
   uint64_t seed = 1;
   for (const Case& c : cases) {
@@ -85,7 +97,8 @@ TEST(Einsum, BadFormulasAreClearErrors) {
   EXPECT_NE(kt::error_of([&] { Tensor::einsum("ij,jk->ik", {a}); }).find("names 2 operands, got 1"), std::string::npos);
   EXPECT_NE(kt::error_of([&] { Tensor::einsum("ijk,jk->ik", {a, b}); }).find("names 3 dims"), std::string::npos);
   EXPECT_NE(kt::error_of([&] { Tensor::einsum("ij,ik->jk", {a, b}); }).find("letter 'i' is 2"), std::string::npos);
-  EXPECT_NE(kt::error_of([&] { Tensor::einsum("ii->i", {Tensor::ones({3, 3})}); }).find("repeats"), std::string::npos);
+  EXPECT_NE(kt::error_of([&] { Tensor::einsum("ii->i", {a}); }).find("repeats in operand 0 ('ii') over axes of sizes 2 and 3"),
+            std::string::npos);
   EXPECT_NE(kt::error_of([&] { Tensor::einsum("ij,jk->iz", {a, b}); }).find("output letter 'z'"), std::string::npos);
 }
 

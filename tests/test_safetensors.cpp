@@ -6,6 +6,7 @@
 #include "error_message.h"
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <csignal>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "kiln/error.h"
+#include "kiln/nn/layers.h"
 #include "kiln/nn/state.h"
 #include "kiln/tensor.h"
 #include "tensor/tensor_impl.h"
@@ -29,6 +31,7 @@ using kiln::Tensor;
 using kiln::nn::state::safe_load;
 using kiln::nn::state::safe_load_metadata;
 using kiln::nn::state::safe_save;
+using kiln::nn::state::safe_save_check;
 using kiln::nn::state::StateDict;
 namespace dtypes = kiln::dtypes;
 namespace fs = std::filesystem;
@@ -275,6 +278,64 @@ TEST_F(Safetensors, AFailedWriteKeepsTheOldFileAndRemovesTheTemporary) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
 }
 
+TEST_F(Safetensors, SavingThroughSymbolicLinksReplacesTheTargetAndKeepsTheLinks) {
+  fs::create_directory(dir_ / "real");
+  safe_save({{"old", Tensor::ones({1})}}, path("real/model.safetensors"));
+  // A chain: an absolute link to a relative link to the file.
+  fs::create_symlink("real/model.safetensors", path("relative_link"));
+  fs::create_symlink(path("relative_link"), path("absolute_link"));
+  safe_save({{"new", Tensor::from_vector<float>({7}, {1})}}, path("absolute_link"));
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(path("absolute_link"))));
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(path("relative_link"))));
+  StateDict loaded = safe_load(path("real/model.safetensors"));
+  EXPECT_EQ(loaded.count("old"), 0u);
+  EXPECT_EQ(loaded.at("new").to_vector<float>(), std::vector<float>{7});
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "real"), fs::directory_iterator()), 1) << "a temporary is left";
+  // A link to a file that does not exist yet creates the file.
+  fs::create_symlink("fresh.safetensors", path("dangling_link"));
+  safe_save({{"x", Tensor::ones({2})}}, path("dangling_link"));
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(path("dangling_link"))));
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(path("fresh.safetensors"))));
+}
+
+TEST_F(Safetensors, SavingOverADirectoryFifoOrDeviceIsAnErrorThatLeavesItAlone) {
+  fs::create_directory(path("a_directory"));
+  ASSERT_EQ(mkfifo(path("a_fifo").c_str(), 0600), 0);
+  fs::create_symlink("/dev/null", path("link_to_a_device"));  // the link, not /dev/null, is what a bug would replace
+  const std::pair<std::string, std::string> cases[] = {
+      {"a_directory", "it is a directory"},
+      {"a_fifo", "it is a FIFO"},
+      {"link_to_a_device", "its links lead to /dev/null, a character device"}};
+  for (const auto& [name, phrase] : cases) {
+    for (bool check_only : {false, true}) {
+      std::string msg = error_of([&] {
+        if (check_only) safe_save_check(path(name));
+        else safe_save({{"x", Tensor::ones({1})}}, path(name));
+      });
+      EXPECT_NE(msg.find("safe_save: " + path(name).string() + ": "), std::string::npos) << msg;
+      EXPECT_NE(msg.find(phrase), std::string::npos) << msg;
+      EXPECT_NE(msg.find("expected a regular file"), std::string::npos) << msg;
+    }
+  }
+  EXPECT_TRUE(fs::is_directory(fs::symlink_status(path("a_directory"))));
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(path("a_fifo"))));
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(path("link_to_a_device"))));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 3) << "a temporary is left";
+}
+
+TEST_F(Safetensors, SaveCheckFindsBadPathsWithoutWriting) {
+  safe_save_check(path());  // a new file: fine, and nothing is created
+  safe_save({{"x", Tensor::ones({1})}}, path());
+  Bytes before = read_file(path());
+  safe_save_check(path());  // an existing file: fine, and it is unchanged
+  EXPECT_EQ(read_file(path()), before);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
+  std::string missing = error_of([&] { safe_save_check(path("no_such_dir/m.safetensors")); });
+  EXPECT_NE(missing.find("cannot create"), std::string::npos) << missing;
+  std::string file_as_parent = error_of([&] { safe_save_check(path("model.safetensors/m.safetensors")); });
+  EXPECT_NE(file_as_parent.find("Not a directory"), std::string::npos) << file_as_parent;
+}
+
 TEST_F(Safetensors, SaveRejectsNamesAndMetadataTheFormatCannotHold) {
   std::string reserved = error_of([&] { safe_save({{"__metadata__", Tensor::ones({1})}}, path()); });
   EXPECT_NE(reserved.find("cannot be named \"__metadata__\""), std::string::npos) << reserved;
@@ -415,6 +476,46 @@ TEST_F(Safetensors, MissingFilesAndDirectoriesAreErrors) {
   EXPECT_NE(missing.find("absent.safetensors"), std::string::npos) << missing;
   std::string directory = error_of([&] { safe_load(dir_.string()); });
   EXPECT_NE(directory.find("to be a regular file"), std::string::npos) << directory;
+}
+
+// A header with many tensors (each one U8 element, tensor i holding i % 251): parsing it must stay
+// linear in the number of entries, as a hostile file can hold millions.
+TEST_F(Safetensors, LoadsAHeaderWithFiftyThousandTensors) {
+  constexpr int kTensors = 50000;
+  std::string header = "{";
+  Bytes data;
+  for (int i = 0; i < kTensors; ++i) {
+    header += (i ? ",\"t" : "\"t") + std::to_string(i) + R"(":{"dtype":"U8","shape":[1],"data_offsets":[)" +
+              std::to_string(i) + "," + std::to_string(i + 1) + "]}";
+    data.push_back(static_cast<uint8_t>(i % 251));
+  }
+  write_file(path(), file_bytes(header + "}", data));
+  StateDict loaded = safe_load(path());
+  ASSERT_EQ(loaded.size(), size_t{kTensors});
+  for (int i = 0; i < kTensors; i += 997)
+    EXPECT_EQ(raw_bytes(loaded.at("t" + std::to_string(i))), Bytes{static_cast<uint8_t>(i % 251)}) << i;
+
+  // The same key twice, far apart, is still found.
+  write_file(path(), file_bytes(header + R"(,"t0":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}})", data));
+  std::string msg = error_of([&] { safe_load(path()); });
+  EXPECT_NE(msg.find("key \"t0\" twice"), std::string::npos) << msg;
+}
+
+// ---- load_state_dict: a file's dtype must match the model's unless casting is asked for
+
+TEST_F(Safetensors, LoadStateDictRefusesAnotherDtypeUnlessAskedToCast) {
+  kiln::nn::Linear model(2, 1);
+  // Values float16 holds exactly, so the cast is exact and the expected floats are known.
+  safe_save({{"weight", Tensor::from_vector<float>({0.5f, -2.0f}, {1, 2}).cast(dtypes::float16)},
+             {"bias", Tensor::from_vector<float>({1024.0f}, {1})}},
+            path());
+  std::string msg = error_of([&] { kiln::nn::load_state_dict(model, safe_load(path())); });
+  EXPECT_NE(msg.find("keys of another dtype: weight (model float32, given float16)"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("bias"), std::string::npos) << "bias has the model's dtype: " << msg;
+  kiln::nn::load_state_dict(model, safe_load(path()), /*strict=*/true, /*cast=*/true);
+  EXPECT_EQ(model.weight.dtype(), dtypes::float32);
+  EXPECT_EQ(model.weight.to_vector<float>(), (std::vector<float>{0.5f, -2.0f}));
+  EXPECT_EQ(model.bias->to_vector<float>(), std::vector<float>{1024.0f});
 }
 
 // ---- fuzzing: mutated valid files either load or throw kiln::Error, nothing else

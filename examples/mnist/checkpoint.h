@@ -14,8 +14,11 @@
 #include <kiln/nn/optim.h>
 #include <kiln/nn/state.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -59,22 +62,54 @@ kiln::nn::StateDict training_state(const Model& model, const kiln::nn::optim::Ad
   return state;
 }
 
-inline void save_checkpoint(const std::string& path, const kiln::nn::StateDict& state, const Metadata& metadata) {
+// Makes the checkpoint's directory and checks that a checkpoint can be written there, so that a bad
+// path is an error before training rather than after an epoch.
+inline void prepare_checkpoint_path(const std::string& path) {
   std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent);
+  std::error_code error;
+  if (!parent.empty() && !std::filesystem::is_directory(parent) && !std::filesystem::create_directories(parent, error))
+    throw kiln::Error("--checkpoint " + path + ": cannot create the directory " + parent.string() + ": " +
+                      (error ? error.message() : "a file of that name is in the way"));
+  kiln::nn::state::safe_save_check(path);
+}
+
+// The first tensor of `state` holding a NaN or an infinity, with the offending value; nullopt if
+// every value is finite. Training never produces such a checkpoint; a damaged file can hold one.
+inline std::optional<std::string> first_non_finite(const kiln::nn::StateDict& state) {
+  for (const auto& [name, tensor] : state) {
+    if (!tensor.dtype().is_float()) continue;
+    std::vector<float> values = tensor.cast(kiln::dtypes::float32).to_vector<float>();
+    auto bad = std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
+    if (bad != values.end())
+      return "tensor \"" + name + "\" holds " + (std::isnan(*bad) ? "NaN" : "an infinity") + " (element " +
+             std::to_string(bad - values.begin()) + " of " + std::to_string(values.size()) + ")";
+  }
+  return std::nullopt;
+}
+
+// The checkpoint file, or an error naming the tensor that is not finite.
+inline kiln::nn::StateDict load_finite(const std::string& path) {
+  kiln::nn::StateDict loaded = kiln::nn::state::safe_load(path);
+  if (std::optional<std::string> bad = first_non_finite(loaded))
+    throw kiln::Error(path + ": damaged checkpoint: " + *bad);
+  return loaded;
+}
+
+inline void save_checkpoint(const std::string& path, const kiln::nn::StateDict& state, const Metadata& metadata) {
   kiln::nn::state::safe_save(state, path, metadata);
 }
 
-// Restores every tensor of `state` from the file; a missing or extra tensor is an error naming it.
+// Restores every tensor of `state` from the file; a missing, extra, mis-shaped or mistyped tensor,
+// or one holding NaN or infinity, is an error naming it.
 inline void load_checkpoint(const std::string& path, const kiln::nn::StateDict& state) {
-  kiln::nn::load_state_dict_into(state, kiln::nn::state::safe_load(path));
+  kiln::nn::load_state_dict_into(state, load_finite(path));
 }
 
 // Only the model's weights, for evaluation: the "model." tensors of a checkpoint, without the prefix.
 template <class Model>
 void load_model_weights(Model& model, const std::string& path) {
   kiln::nn::StateDict weights;
-  for (const auto& [name, tensor] : kiln::nn::state::safe_load(path))
+  for (const auto& [name, tensor] : load_finite(path))
     if (name.starts_with(kModelPrefix)) weights.emplace(name.substr(kModelPrefix.size()), tensor);
   kiln::nn::load_state_dict(model, weights);
 }

@@ -82,6 +82,8 @@ class Tensor {
   std::string device() const;
   int64_t numel() const;
   int64_t ndim() const;
+  const Shape& size() const { return shape(); }  // tinygrad's size(): the shape, or one axis's length
+  int64_t size(int dim) const;
   int64_t element_size() const { return dtype().itemsize(); }
   int64_t nbytes() const { return numel() * element_size(); }
 
@@ -98,12 +100,15 @@ class Tensor {
   Tensor sub(const Tensor& o) const;
   Tensor mul(const Tensor& o) const;
   Tensor div(const Tensor& o) const;  // true division: integer inputs give a float result
+  // rounding_mode "trunc" (toward zero) or "floor" (as idiv); integer inputs keep their dtype
+  Tensor div(const Tensor& o, std::string_view rounding_mode) const;
   // Floor division and its remainder, as Python's // and % (PyTorch's div(rounding_mode="floor")
   // and remainder): the remainder takes the divisor's sign. Floats: floor(a / b) and
   // a - floor(a / b) * b. Integers divided by 0 give 0 for both (NumPy's value; PyTorch raises,
   // which a lazy graph cannot).
   Tensor idiv(const Tensor& o) const;
   Tensor mod(const Tensor& o) const;
+  Tensor fmod(const Tensor& o) const;  // C's fmod: the remainder takes the dividend's sign
   Tensor neg() const;
   // Accuracy in float32, in ULPs from the exact result rounded to float32, for every input
   // (tests/test_transcendentals.cpp measures it): exp, exp2 (inline arithmetic on the CPU, in
@@ -119,6 +124,16 @@ class Tensor {
       square() const, sign() const, trunc() const, floor() const, ceil() const, round() const;
   Tensor pow(const Tensor& exponent) const;
   Tensor pow(double exponent) const;
+  // Composites (tinygrad's functions; tests/test_math_ops.cpp bounds their error against libm)
+  Tensor log10() const, sinh() const, cosh() const, asinh() const, acosh() const, atanh() const, asin() const,
+      acos() const, atan() const;
+  Tensor copysign(const Tensor& o) const;   // |this| with o's sign (-0.0 counts as negative)
+  Tensor logaddexp(const Tensor& o) const;  // log(e^this + e^o) without overflow
+  Tensor lerp(const Tensor& end, const Tensor& weight) const;  // this + (end - this) * weight
+  Tensor lerp(const Tensor& end, double weight) const;
+  // bool: |this - o| <= atol + rtol |o| where both are finite, equal infinities, and NaNs when equal_nan
+  Tensor isclose(const Tensor& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+  Tensor allclose(const Tensor& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;  // 0-d
   Tensor maximum(const Tensor& o) const;
   Tensor minimum(const Tensor& o) const;
   Tensor clip(double lo, double hi) const;
@@ -130,6 +145,7 @@ class Tensor {
   Tensor bitwise_and(const Tensor& o) const, bitwise_or(const Tensor& o) const, bitwise_xor(const Tensor& o) const;
   Tensor bitwise_not() const;
   Tensor lshift(int bits) const, rshift(int bits) const;  // integers: x << bits, x >> bits (logical for unsigned)
+  Tensor lshift(const Tensor& bits) const, rshift(const Tensor& bits) const;  // a shift per element
   Tensor where(const Tensor& if_true, const Tensor& if_false) const;  // this is the condition
   // The same with C++ scalars (converted as the arithmetic operators do).
   template <Scalar S> Tensor lt(S v) const;
@@ -142,6 +158,9 @@ class Tensor {
   template <Scalar S> Tensor minimum(S v) const;
   template <Scalar S> Tensor idiv(S v) const;
   template <Scalar S> Tensor mod(S v) const;
+  template <Scalar S> Tensor fmod(S v) const;
+  template <Scalar S> Tensor copysign(S v) const;
+  template <Scalar S> Tensor logaddexp(S v) const;
   template <Scalar S> Tensor where(const Tensor& if_true, S if_false) const;
   template <Scalar S> Tensor where(S if_true, const Tensor& if_false) const;
   template <Scalar A, Scalar B> Tensor where(A if_true, B if_false) const;
@@ -167,6 +186,7 @@ class Tensor {
   Tensor softmax(int axis = -1) const;
   Tensor log_softmax(int axis = -1) const;
   Tensor logsumexp(int axis, bool keepdim = false) const;
+  Tensor softmin(int axis = -1) const;  // softmax of -this
 
   // ---- movement: free views, no copy until a kernel needs one
   Tensor reshape(Shape shape) const;  // one dimension may be -1
@@ -202,11 +222,50 @@ class Tensor {
   Tensor gather(int axis, const Tensor& index) const;  // out[..i..] = this[..index[..i..]..] along axis
   Tensor scatter(int axis, const Tensor& index, const Tensor& src) const;  // copy of this with src placed at index
   Tensor masked_fill(const Tensor& mask, double value) const;
+  Tensor masked_fill(const Tensor& mask, const Tensor& value) const;  // value broadcasts against this
   Tensor one_hot(int64_t num_classes) const;  // integer tensor -> int32 with a new last axis
+  // Cumulative scans along one axis (tinygrad's), any length; a 0-d tensor is its own scan.
   Tensor cumsum(int axis = 0) const;
+  Tensor cumprod(int axis) const;
+  // (running max/min, int32 index of the element it came from: the last one among equals, as PyTorch)
+  std::pair<Tensor, Tensor> cummax(int axis = 0) const;
+  std::pair<Tensor, Tensor> cummin(int axis = 0) const;
+  Tensor logcumsumexp(int axis = 0) const;
   Tensor tril(int64_t diagonal = 0) const;
   Tensor triu(int64_t diagonal = 0) const;
   Tensor index_select(int axis, const Tensor& index) const;  // this[index] along axis (integer tensor)
+
+  // ---- sorting: a bitonic network of movement and where ops (lazy, any length), tinygrad's names
+  // The sorted values and their int32 indices along dim. Stable: equal elements keep their order.
+  // NaN sorts above +inf (last ascending, first descending), as PyTorch's sort(stable=True).
+  std::pair<Tensor, Tensor> sort(int dim = -1, bool descending = false) const;
+  Tensor argsort(int dim = -1, bool descending = false) const;
+  std::pair<Tensor, Tensor> topk(int64_t k, int dim = -1, bool largest = true, bool sorted = true) const;
+  static Tensor randperm(int64_t n, DType dtype = dtypes::int32);
+  // int32 indices drawn with weights this (1-D or 2-D: one row per draw set), as tinygrad's.
+  Tensor multinomial(int64_t num_samples = 1, bool replacement = false) const;
+
+  // ---- rearranging: views built from movement ops, tinygrad's names and semantics
+  Tensor roll(std::vector<int64_t> shifts, std::vector<int> dims = {}) const;  // no dims: over the flattened tensor
+  Tensor repeat_interleave(int64_t repeats, std::optional<int> dim = {}) const;  // no dim: flattened first
+  Tensor diag() const;  // 1-D -> the square matrix with it on the diagonal
+  Tensor diagonal(int64_t offset = 0, int dim1 = 0, int dim2 = 1) const;
+  static std::vector<Tensor> meshgrid(const std::vector<Tensor>& tensors, const std::string& indexing = "ij");
+  Tensor unfold(int dim, int64_t size, int64_t step) const;  // dim -> (windows, size) with the windows last
+  // einops-style: "b (h w) c -> b c h w" with sizes {{"h", 4}} where a split needs them.
+  Tensor rearrange(const std::string& formula, const std::vector<std::pair<std::string, int64_t>>& sizes = {}) const;
+  // tinygrad's scatter(reduce=): "add" or "multiply" combine src with the values already at index
+  Tensor scatter(int axis, const Tensor& index, const Tensor& src, std::string_view reduce) const;
+  // src combined into the positions index names along axis by `reduce` ("sum", "prod", "mean",
+  // "amax", "amin"); without include_self, a position some src lands on leaves this's value out.
+  Tensor scatter_reduce(int axis, const Tensor& index, const Tensor& src, std::string_view reduce,
+                        bool include_self = true) const;
+  // The elements where mask (bool, broadcast to this shape) is true, in order, as one axis. Without
+  // a size the mask is realized and read to count them; with one the result stays lazy: the first
+  // `size` of them, padded with fill_value (tinygrad's form, for JIT-captured code).
+  Tensor masked_select(const Tensor& mask, std::optional<int64_t> size = {}, double fill_value = 0) const;
+  // (n, ndim) int32 coordinates of the nonzero elements, in order; size and fill_value as masked_select's
+  Tensor nonzero(std::optional<int64_t> size = {}, int64_t fill_value = 0) const;
 
   // ---- neural-network ops (all built from primitives, all differentiable)
   Tensor conv2d(const Tensor& weight, std::optional<Tensor> bias = {}, int stride = 1, int padding = 0,
@@ -235,6 +294,13 @@ class Tensor {
   std::pair<Tensor, Tensor> max_pool2d_with_indices(const Shape& kernel, const Shape& stride = {},
                                                     const Pairs& padding = {}, const Shape& dilation = {},
                                                     bool ceil_mode = false) const;
+  // Inverse of max_pool2d_with_indices on (N, C, spatial...): each value placed at its index into
+  // zeros of output_size's last spatial axes (default: the size such a pool came from).
+  Tensor max_unpool2d(const Tensor& indices, const Shape& kernel, const Shape& stride = {}, const Pairs& padding = {},
+                      const Shape& dilation = {}, const Shape& output_size = {}) const;
+  // Resizes the last size.size() axes, as tinygrad's (PyTorch's index rules): "linear" (bi-, trilinear
+  // over several axes), "nearest" or "nearest-exact"; align_corners only with "linear".
+  Tensor interpolate(const Shape& size, std::string_view mode = "linear", bool align_corners = false) const;
   // Sliding windows over the last k.size() axes: (..., out...) + k (tinygrad's _pool)
   Tensor pool(const Shape& kernel, const Shape& stride, const Shape& dilation) const;
   Tensor batchnorm(const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, const Tensor& mean,
@@ -248,10 +314,17 @@ class Tensor {
   template <Axis I> Tensor std(I axis, bool keepdim = false, double correction = 1) const {
     return std(one_axis(axis), keepdim, correction);
   }
+  // (var, mean) and (std, mean), as torch.var_mean and torch.std_mean
+  std::pair<Tensor, Tensor> var_mean(std::vector<int> axes = {}, bool keepdim = false, double correction = 1) const;
+  std::pair<Tensor, Tensor> std_mean(std::vector<int> axes = {}, bool keepdim = false, double correction = 1) const;
+  Tensor normalize(double p = 2, int dim = 1, double eps = 1e-12) const;  // this / max(p-norm along dim, eps)
   Tensor dropout(double p = 0.5) const;  // only while Tensor::training
-  Tensor gelu() const, quick_gelu() const, silu() const, swish() const, relu6() const, hardswish() const,
+  Tensor gelu(std::string_view approximate = "tanh") const;  // "tanh" (tinygrad's default) or "none" (exact, erf)
+  Tensor quick_gelu() const, silu() const, swish() const, relu6() const, hardswish() const,
       mish() const, erf() const, softplus(double beta = 1) const, elu(double alpha = 1) const,
       leaky_relu(double neg_slope = 0.01) const, hardtanh(double lo = -1, double hi = 1) const;
+  Tensor hardsigmoid(double alpha = 1.0 / 6, double beta = 0.5) const, softsign() const, celu(double alpha = 1) const,
+      selu(double alpha = 1.67326, double gamma = 1.0507) const, logsigmoid() const;
   Tensor scaled_dot_product_attention(const Tensor& key, const Tensor& value,
                                       std::optional<Tensor> attn_mask = {}, bool is_causal = false) const;
 
@@ -315,6 +388,13 @@ Tensor operator*(const Tensor& a, const Tensor& b);
 Tensor operator/(const Tensor& a, const Tensor& b);
 Tensor operator%(const Tensor& a, const Tensor& b);  // mod: the remainder takes the divisor's sign
 Tensor operator-(const Tensor& a);
+// Comparisons give bool tensors, as tinygrad's Python operators (a Tensor is not a bool: `if (a == b)` does not compile)
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
 
 // A C++ scalar becomes a constant of the tensor's dtype unless it is a floating scalar on an
 // integer/bool tensor, which gives float32 (tinygrad's rule): `i * 3` stays int32, `i * 0.5` is float.
@@ -341,6 +421,9 @@ template <Scalar S> Tensor Tensor::maximum(S v) const { return maximum(scalar_li
 template <Scalar S> Tensor Tensor::minimum(S v) const { return minimum(scalar_like(*this, v)); }
 template <Scalar S> Tensor Tensor::idiv(S v) const { return idiv(scalar_like(*this, v)); }
 template <Scalar S> Tensor Tensor::mod(S v) const { return mod(scalar_like(*this, v)); }
+template <Scalar S> Tensor Tensor::fmod(S v) const { return fmod(scalar_like(*this, v)); }
+template <Scalar S> Tensor Tensor::copysign(S v) const { return copysign(scalar_like(*this, v)); }
+template <Scalar S> Tensor Tensor::logaddexp(S v) const { return logaddexp(scalar_like(*this, v)); }
 template <Scalar S> Tensor Tensor::where(const Tensor& t, S f) const { return where(t, scalar_like(t, f)); }
 template <Scalar S> Tensor Tensor::where(S t, const Tensor& f) const { return where(scalar_like(f, t), f); }
 template <Scalar A, Scalar B> Tensor Tensor::where(A t, B f) const {
@@ -359,5 +442,17 @@ template <Scalar S> Tensor operator/(const Tensor& a, S b) { return a / scalar_l
 template <Scalar S> Tensor operator/(S a, const Tensor& b) { return scalar_like(b, a) / b; }
 template <Scalar S> Tensor operator%(const Tensor& a, S b) { return a % scalar_like(a, b); }
 template <Scalar S> Tensor operator%(S a, const Tensor& b) { return scalar_like(b, a) % b; }
+template <Scalar S> Tensor operator==(const Tensor& a, S b) { return a.eq(b); }
+template <Scalar S> Tensor operator==(S a, const Tensor& b) { return b.eq(a); }
+template <Scalar S> Tensor operator!=(const Tensor& a, S b) { return a.ne(b); }
+template <Scalar S> Tensor operator!=(S a, const Tensor& b) { return b.ne(a); }
+template <Scalar S> Tensor operator<(const Tensor& a, S b) { return a.lt(b); }
+template <Scalar S> Tensor operator<(S a, const Tensor& b) { return b.gt(a); }
+template <Scalar S> Tensor operator<=(const Tensor& a, S b) { return a.le(b); }
+template <Scalar S> Tensor operator<=(S a, const Tensor& b) { return b.ge(a); }
+template <Scalar S> Tensor operator>(const Tensor& a, S b) { return a.gt(b); }
+template <Scalar S> Tensor operator>(S a, const Tensor& b) { return b.lt(a); }
+template <Scalar S> Tensor operator>=(const Tensor& a, S b) { return a.ge(b); }
+template <Scalar S> Tensor operator>=(S a, const Tensor& b) { return b.le(a); }
 
 }  // namespace kiln

@@ -16,6 +16,7 @@ void bind_uop(py::module_& m);                       // read-only IR views: UOp,
 void bind_tensor(py::module_& m, PyTensor& tensor);  // creation, properties, data, autograd
 void bind_tensor_ops(py::module_& m, PyTensor& tensor);     // elementwise, reduce, movement, indexing
 void bind_tensor_nn_ops(py::module_& m, PyTensor& tensor);  // conv, pooling, normalization, activations, losses
+void bind_tensor_sort(py::module_& m, PyTensor& tensor);    // sort, topk, sampling; roll, diagonal, rearrange
 void bind_nn(py::module_& m);                        // layers and optimizers
 void bind_state(py::module_& m);                     // safetensors and datasets
 void bind_runtime(py::module_& m);                   // counters, devices, settings

@@ -12,12 +12,14 @@ namespace {
 
 using namespace kiln::nn;
 
-// __call__ and state_dict, which every layer has.
+// __call__, state_dict and __copy__, which every layer has.
 template <class Layer>
 py::class_<Layer> layer(py::module_& m, const char* name) {
   return py::class_<Layer>(m, name)
       .def("__call__", &Layer::operator())
-      .def("state_dict", [](const Layer& l) { return get_state_dict(l); });
+      .def("state_dict", [](const Layer& l) { return get_state_dict(l); })
+      // a copy sharing the tensors (handles), which kiln.nn's deepcopy then replaces by copies
+      .def("__copy__", [](const Layer& l) { return Layer(l); });
 }
 
 void bind_layers(py::module_& m) {

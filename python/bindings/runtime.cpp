@@ -1,6 +1,7 @@
 // Counters, devices and settings: GlobalCounters, Device.DEFAULT and Context(DEBUG=2, ...).
 #include <pybind11/stl.h>
 
+#include <kiln/context.h>
 #include <kiln/counters.h>
 #include <optional>
 
@@ -20,6 +21,20 @@ class EnvOverride {
 
  private:
   std::optional<env::ScopedEnv> scope_;
+};
+
+// A kiln::Context from Python's keywords, active until restore() (kiln.Context's with-block).
+class ContextScope {
+ public:
+  explicit ContextScope(const std::vector<std::pair<std::string, std::string>>& settings) {
+    std::vector<Context::Setting> list;
+    for (const auto& [name, value] : settings) list.emplace_back(name, value);
+    scope_.emplace(list);
+  }
+  void restore() { scope_.reset(); }
+
+ private:
+  std::optional<Context> scope_;
 };
 
 }  // namespace
@@ -52,6 +67,10 @@ void bind_runtime(py::module_& m) {
   m.def("canonical_device", [](const std::string& name) { return runtime::get_device(name).name(); },
         "the registered device's canonical name (\"cpu:0\" -> \"CPU\"); unknown names are an error");
 
+  py::class_<ContextScope>(m, "ContextScope")
+      .def(py::init<std::vector<std::pair<std::string, std::string>>>())
+      .def("restore", &ContextScope::restore);
+  m.def("check_setting", &Context::check_setting);
   py::class_<EnvOverride>(m, "EnvOverride").def(py::init<std::string, std::string>()).def("restore", &EnvOverride::restore);
   m.def("getenv_int", &env::get_int, "an integer setting as kiln reads it (overrides included)");
 }

@@ -67,6 +67,9 @@ void bind_tensor(py::module_& m, PyTensor& tensor) {
   tensor
       // ---- creation
       .def_static("from_numpy", &from_numpy)
+      // Python ints first, exactly (a double rounds above 2^53); floats take the last overload
+      .def_static("full", static_cast<Tensor (*)(Shape, int64_t, DType)>(&Tensor::full))
+      .def_static("full", static_cast<Tensor (*)(Shape, uint64_t, DType)>(&Tensor::full<uint64_t>))
       .def_static("full", static_cast<Tensor (*)(Shape, double, DType)>(&Tensor::full))
       .def_static("empty", &Tensor::empty)
       .def_static("arange", static_cast<Tensor (*)(double, double, double, std::optional<DType>)>(&Tensor::arange))
@@ -74,6 +77,7 @@ void bind_tensor(py::module_& m, PyTensor& tensor) {
       .def_static("rand", &Tensor::rand)
       .def_static("randn", &Tensor::randn)
       .def_static("uniform", &Tensor::uniform)
+      .def_static("randint", &Tensor::randint)
       .def_static("normal", &Tensor::normal)
       .def_static("kaiming_uniform", &Tensor::kaiming_uniform)
       .def_static("kaiming_normal", &Tensor::kaiming_normal)

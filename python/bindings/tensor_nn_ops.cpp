@@ -21,6 +21,8 @@ void bind_tensor_nn_ops(py::module_& m, PyTensor& t) {
       .def("max_pool2d",
            static_cast<Tensor (Tensor::*)(int, std::optional<int>, int, int, bool) const>(&Tensor::max_pool2d))
       .def("max_pool2d_with_indices", &Tensor::max_pool2d_with_indices)
+      .def("max_unpool2d", &Tensor::max_unpool2d)
+      .def("interpolate", &Tensor::interpolate)
       .def("avg_pool2d", static_cast<Tensor (Tensor::*)(const Shape&, const Shape&, const Pairs&, const Shape&, bool,
                                                         bool) const>(&Tensor::avg_pool2d))
       .def("avg_pool2d",
@@ -31,7 +33,12 @@ void bind_tensor_nn_ops(py::module_& m, PyTensor& t) {
       .def("scaled_dot_product_attention", &Tensor::scaled_dot_product_attention);
 
   // activations
-  t.def("gelu", &Tensor::gelu)
+  t.def("gelu", &Tensor::gelu, py::arg("approximate") = "tanh")
+      .def("hardsigmoid", &Tensor::hardsigmoid)
+      .def("softsign", &Tensor::softsign)
+      .def("celu", &Tensor::celu)
+      .def("selu", &Tensor::selu)
+      .def("logsigmoid", &Tensor::logsigmoid)
       .def("quick_gelu", &Tensor::quick_gelu)
       .def("silu", &Tensor::silu)
       .def("swish", &Tensor::swish)

@@ -33,9 +33,9 @@ class dtypes:
   def is_bool(x: DType) -> builtins.bool: return x.is_bool
   @staticmethod
   def from_py(x) -> DType:
-    """The dtype a Python scalar (or a nested list's elements) becomes."""
+    """The dtype a Python scalar becomes (an int that int32 cannot hold: see int_dtype_for)."""
     if isinstance(x, builtins.bool): return dtypes.bool
-    if isinstance(x, builtins.int): return dtypes.default_int
+    if isinstance(x, builtins.int): return int_dtype_for(x, x)
     if isinstance(x, builtins.float): return dtypes.default_float
     raise TypeError(f"no dtype for a Python {type(x).__name__}")
   @staticmethod
@@ -50,6 +50,22 @@ def to_dtype(x: DType | str) -> DType:
   if isinstance(x, DType): return x
   if isinstance(x, str) and isinstance(d := getattr(dtypes, x, None), DType): return d
   raise TypeError(f"not a dtype: {x!r}")
+
+def int_range(x: DType) -> tuple[int, int]:
+  """The smallest and largest value of the integer dtype `x`."""
+  bits = 8 * x.itemsize
+  return (0, (1 << bits) - 1) if x.is_unsigned else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+
+def fits(v: int, x: DType) -> builtins.bool:
+  lo, hi = int_range(x)
+  return lo <= v <= hi
+
+def int_dtype_for(lo: int, hi: int) -> DType:
+  """The dtype Python ints from `lo` to `hi` become: default_int, else int64, else uint64 (NumPy's
+  rule). Beyond those it is an error: the value would wrap."""
+  for d in (dtypes.default_int, dtypes.int64, dtypes.uint64):
+    if fits(lo, d) and fits(hi, d): return d
+  raise OverflowError(f"Python int {hi if lo >= 0 else lo} does not fit int64 or uint64")
 
 def least_upper_dtype(*ds: DType) -> DType:
   """The smallest dtype all of `ds` convert to without loss (the promotion binary ops use)."""

@@ -17,12 +17,15 @@ def getenv(key: str, default=0):
   return type(default)(os.getenv(key, default))
 
 class Context(contextlib.ContextDecorator):
-  """Overrides kiln's settings (DEBUG, NOOPT, SPLIT_REDUCEOP, ...) while active: `with Context(DEBUG=2): ...`."""
-  def __init__(self, **kwargs): self.kwargs = kwargs
+  """Overrides kiln's settings (DEBUG, NOOPT, SPLIT_REDUCEOP, ...) while active: `with Context(DEBUG=2): ...`.
+  TRAINING=1 turns Tensor.training on for the scope. A name kiln does not know is a KilnError."""
+  def __init__(self, **kwargs):
+    for k in kwargs: _kiln.check_setting(k)
+    self.kwargs, self.scopes = kwargs, []  # a stack: one object may be entered again (a decorated recursion)
   def __enter__(self):
-    self.overrides = [_kiln.EnvOverride(k, str(int(v) if isinstance(v, bool) else v)) for k, v in self.kwargs.items()]
-  def __exit__(self, *exc):
-    for o in reversed(self.overrides): o.restore()
+    settings = [(k, str(int(v) if isinstance(v, bool) else v)) for k, v in self.kwargs.items()]
+    self.scopes.append(_kiln.ContextScope(settings))
+  def __exit__(self, *exc): self.scopes.pop().restore()
 
 def prod(xs: Iterable, start=1): return functools.reduce(lambda a, b: a * b, xs, start)
 def flatten(xss: Iterable[Iterable[T]]) -> list[T]: return [x for xs in xss for x in xs]
@@ -50,10 +53,13 @@ def per_axis(x: int | tuple, dims: int, what: str) -> list[int]:
   if len(sizes) != dims: raise ValueError(f"{what}={x} needs one value or {dims} (one per spatial axis)")
   return list(sizes)
 
-def pool_pads(padding: int | tuple, dims: int) -> list[tuple[int, int]]:
+def pool_pads(padding: int | tuple, dims: int, op: str = "pool") -> list[tuple[int, int]]:
   """tinygrad's conv/pool padding as (before, after) per spatial axis: an int for all sides, one per
-  axis (both sides), or 2*dims flat as PyTorch's pad ((left, right, top, bottom) in 2-D)."""
-  if isinstance(padding, int): return [(padding, padding)] * dims
+  axis (both sides), or 2*dims flat as PyTorch's pad ((left, right, top, bottom) in 2-D). Only the
+  sequences may crop (be negative); a negative int is an error, as in PyTorch."""
+  if isinstance(padding, int):
+    if padding < 0: raise _kiln.KilnError(f"{op}: padding must be >= 0, got {padding} (the per-axis (before, after) form crops)")
+    return [(padding, padding)] * dims
   if len(padding) == dims: return [(p, p) for p in padding]
   if len(padding) == 2 * dims: return pairs_from_flat(padding)
   raise ValueError(f"padding={padding} needs an int or a sequence of {dims} or {2 * dims} values")
@@ -75,5 +81,6 @@ class trange:
   def _show(self, done: int):
     rate = done / max(time.perf_counter() - self.start, 1e-9)
     eta = (self.n - done) / rate if rate > 0 else math.inf
-    sys.stderr.write(f"\r{self.desc} {done}/{self.n} [{rate:.2f} it/s, eta {eta:.0f}s]\u001b[K")
+    clear = "\u001b[K" if sys.stderr.isatty() else ""  # no escape codes into pipes and logs
+    sys.stderr.write(f"\r{self.desc} {done}/{self.n} [{rate:.2f} it/s, eta {eta:.0f}s]{clear}")
     sys.stderr.flush()

@@ -1,5 +1,5 @@
 """Tensor.__getitem__, as tinygrad's (and NumPy's basic and advanced indexing), built from C++
-movement ops and index_select.
+movement ops and index_select (an indexed load: O(index), not O(source)).
 
 Basic indices (ints, slices with any step, None, Ellipsis) become one shrink, flips, a strided
 view and a reshape. Integer tensors (or lists) index as NumPy's advanced indexing: they broadcast
@@ -64,8 +64,10 @@ def _take(x, tensor_axes):
   axes = [a for a, _ in tensor_axes]
   sizes = [x.shape[a] for a in axes]
   index_shape = _broadcast_shapes([t.shape for _, t in tensor_axes])
-  # negative indices count from the end
-  idx = [(t < 0).where(t + n, t).expand(index_shape) for (_, t), n in zip(tensor_axes, sizes)]
+  # negative indices count from the end (index_select wraps one index itself: wrapping twice would
+  # bring an index below -n back into range)
+  idx = [t.expand(index_shape) for _, t in tensor_axes]
+  if len(idx) > 1: idx = [(t < 0).where(t + n, t) for t, n in zip(idx, sizes)]
   if axes != list(range(axes[0], axes[0] + len(axes))):  # not adjacent: the indexed axes go first
     x = x.permute(axes + [a for a in range(x.ndim) if a not in axes])
     axes = list(range(len(axes)))
@@ -76,7 +78,7 @@ def _take(x, tensor_axes):
   for t, n in zip(idx[1:], sizes[1:]): position = position * n + t
   picked = x._wrap(x._t.index_select(first, position.reshape(-1)._t))
   out = picked.reshape(x.shape[:first] + index_shape + x.shape[first + 1:])
-  if len(idx) == 1: return out  # one index: positions outside [0, n) already select nothing (0)
+  if len(idx) == 1: return out  # one index: index_select reads 0 outside [-n, n)
   inside = idx[0].ge(0) * idx[0].lt(sizes[0])
   for t, n in zip(idx[1:], sizes[1:]): inside = inside * t.ge(0) * t.lt(n)
   return inside.reshape((1,) * first + index_shape + (1,) * (out.ndim - first - len(index_shape))).where(out, 0)

@@ -11,13 +11,15 @@ from contextlib import ContextDecorator
 from typing import Callable
 from kiln._core import _kiln
 from kiln.device import Device
-from kiln.dtype import DType, dtypes, to_dtype, to_numpy_dtype
+from kiln.dtype import DType, dtypes, fits, int_dtype_for, int_range, to_dtype, to_numpy_dtype
 from kiln.helpers import argfix
 from kiln.indexing import getitem
 from kiln.mixin.elementwise import ElementwiseMixin
 from kiln.mixin.movement import MovementMixin
 from kiln.mixin.nn import NNMixin
+from kiln.mixin.rearrange import RearrangeMixin
 from kiln.mixin.reduce import ReduceMixin
+from kiln.mixin.sort import SortMixin
 
 class _TensorMeta(type):
   # Tensor.training and Tensor.no_grad are class attributes in tinygrad; here they read and set the
@@ -40,7 +42,7 @@ def _from_python(data, dtype: DType | None) -> _kiln.Tensor:
   if isinstance(data, np.generic): data = np.asarray(data)
   if isinstance(data, bytes): data = np.frombuffer(data, dtype=np.uint8)
   if isinstance(data, (bool, int, float, list, tuple)):
-    if dtype is None: dtype = _infer_dtype(data)
+    dtype = _data_dtype(data, dtype)
     # bfloat16 has no NumPy type: go through float32 and cast on the device
     data = np.array(data, dtype=to_numpy_dtype(dtype) or np.float32)
   if not isinstance(data, np.ndarray): raise TypeError(f"can't create a Tensor from {type(data).__name__}")
@@ -50,17 +52,25 @@ def _from_python(data, dtype: DType | None) -> _kiln.Tensor:
   t = _kiln.Tensor.from_numpy(data)
   return t if dtype is None else t.cast(dtype)
 
-def _infer_dtype(data) -> DType:
-  """tinygrad's rule for Python data: all bools -> bool, all ints -> default_int, else default_float."""
+def _data_dtype(data, dtype: DType | None) -> DType:
+  """`dtype`, or tinygrad's rule for Python data: all bools -> bool, all ints -> default_int (int64 or
+  uint64 for ints it cannot hold), else default_float. Ints that the integer dtype cannot hold are an
+  error (NumPy 1.x would wrap them)."""
   flat, stack = [], [data]
   while stack:
     x = stack.pop()
     if isinstance(x, (list, tuple)): stack.extend(x)
     else: flat.append(x)
+  ints = [int(x) for x in flat if isinstance(x, int)]  # bools among ints count as 0 and 1
+  if dtype is not None:
+    if dtype.is_int and (bad := [x for x in ints if not fits(x, dtype)]):
+      lo, hi = int_range(dtype)
+      raise OverflowError(f"Python int {bad[0]} does not fit {dtype.name} (from {lo} to {hi})")
+    return dtype
   if flat and all(isinstance(x, bool) for x in flat): return dtypes.bool
-  return dtypes.default_int if all(isinstance(x, int) for x in flat) and flat else dtypes.default_float
+  return int_dtype_for(min(ints), max(ints)) if flat and len(ints) == len(flat) else dtypes.default_float
 
-class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, NNMixin, metaclass=_TensorMeta):
+class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, RearrangeMixin, SortMixin, NNMixin, metaclass=_TensorMeta):
   # _requires_grad: tinygrad's three states. The C++ flag is on or off; None ("not said", which an
   # optimizer turns on) and False ("not a parameter", e.g. running statistics) live here.
   __slots__ = ("_t", "_requires_grad", "__weakref__")
@@ -94,6 +104,9 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, NNMixin, metaclass=_T
   @property
   def ndim(self) -> int: return self._t.ndim
   def numel(self) -> int: return self._t.numel()
+  def size(self, dim: int | None = None):
+    """The shape, or the length along dim."""
+    return self.shape if dim is None else self.shape[dim]
   def element_size(self) -> int: return self.dtype.itemsize
   def nbytes(self) -> int: return self.numel() * self.element_size()
   def is_floating_point(self) -> bool: return self.dtype.is_float
@@ -116,6 +129,16 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, NNMixin, metaclass=_T
   def __repr__(self) -> str:
     grad = None if (g := self._t.grad) is None else f"<Tensor {g.shape}>"
     return f"<Tensor {self.shape} {self.dtype!r} on {self.device} with grad {grad}>"
+  def __reduce__(self):
+    """Pickling and copy.deepcopy: the data's bytes with dtype, shape, device and requires_grad."""
+    data = (self.bitcast(dtypes.uint16) if self.dtype == dtypes.bfloat16 else self).numpy()  # NumPy has no bfloat16
+    return Tensor._unpickle, (data.tobytes(), self.dtype.name, self.shape, self.device, self.requires_grad)
+  @staticmethod
+  def _unpickle(data: bytes, dtype: str, shape: tuple, device: str, requires_grad: bool | None) -> Tensor:
+    import numpy as np
+    dtype = to_dtype(dtype)
+    t = _from_python(np.frombuffer(data, dtype=to_numpy_dtype(dtype) or np.uint16).reshape(shape), None)
+    return Tensor._create(t.bitcast(dtype) if dtype == dtypes.bfloat16 else t, device, requires_grad)
   def __hash__(self): return id(self)  # __eq__ builds a tensor, so hash by identity as tinygrad
   def __bool__(self): raise TypeError("__bool__ on Tensor is not defined")
   def __len__(self) -> int:
@@ -128,6 +151,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, NNMixin, metaclass=_T
     positions = Tensor.arange(self.numel(), dtype=dtypes.int32).reshape(self.shape)[indices]
     if not isinstance(v, Tensor): v = Tensor(v, dtype=self.dtype)
     v = v.cast(self.dtype).expand(positions.shape).flatten() if positions.ndim else v.cast(self.dtype).reshape(1)
+    if positions.numel() == 0: return  # an empty selection takes nothing (after v was checked to broadcast, as NumPy)
     self.assign(self.flatten().scatter(0, positions.flatten(), v).reshape(self.shape))
 
   # ***** data *****
@@ -179,6 +203,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, NNMixin, metaclass=_T
 
   @staticmethod
   def full(shape, fill_value, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None) -> Tensor:
+    if hasattr(fill_value, "item"): fill_value = fill_value.item()  # NumPy scalars, as Python's
     dtype = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
     shape = list(argfix(shape))
     if requires_grad:  # a constant is a shared graph node: a tensor that will own a gradient gets a buffer
@@ -196,8 +221,13 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, NNMixin, metaclass=_T
   @staticmethod
   def arange(start, stop=None, step=1, **kwargs) -> Tensor:
     if stop is None: start, stop = 0, start
+    lo, hi = (start, stop - step) if step > 0 else (stop - step, start)
     default = dtypes.default_float if any(isinstance(x, float) for x in (start, stop, step)) else dtypes.default_int
+    # integer ranges past default_int take int64, as tinygrad's
+    if default == dtypes.default_int and (lo < dtypes.min(default) or dtypes.max(default) < hi): default = dtypes.int64
     dtype = to_dtype(kwargs.pop("dtype", default))
+    if dtype.is_int and (lo < dtypes.min(dtype) or dtypes.max(dtype) < hi):
+      raise OverflowError(f"arange [{start}, {stop}) is not representable in dtype {dtype}")
     return Tensor._create(_kiln.Tensor.arange(start, stop, step, dtype), **kwargs)
 
   @staticmethod
@@ -252,7 +282,12 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, NNMixin, metaclass=_T
   def randint(*shape, low=0, high=10, dtype: DType | str = dtypes.int32, **kwargs) -> Tensor:
     if not isinstance(low, int) or not isinstance(high, int): raise TypeError(f"low={low} and high={high} must be integers")
     if not (dtype := to_dtype(dtype)).is_int: raise TypeError(f"randint: dtype={dtype!r} must be an integer type")
-    return Tensor.uniform(*shape, low=low, high=high, dtype=dtype, **kwargs)
+    # from integer bits (C++): exact over any range, where scaled float draws round
+    return Tensor._random(_kiln.Tensor.randint, shape, dtype, low, high, **kwargs)
+  @staticmethod
+  def randperm(n: int, device: str | None = None, dtype: DType | str = dtypes.int32, **kwargs) -> Tensor:
+    """A random permutation of 0..n-1 (the argsort of n uniform draws)."""
+    return Tensor._create(_kiln.Tensor.randperm(n, to_dtype(dtype)), device, kwargs.get("requires_grad"))
 
   # initializers, as tinygrad's (fan-in: the product of all but the first dimension)
   @staticmethod

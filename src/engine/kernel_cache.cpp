@@ -9,6 +9,8 @@
 #include <thread>
 #include <tuple>
 
+#include <unistd.h>
+
 #include "engine/beam_search.h"
 #include "kiln/error.h"
 #include "kiln/ir/pattern_matcher.h"
@@ -135,7 +137,7 @@ class KernelCache {
     for (Pending& p : todo) {
       if (p.error) std::rethrow_exception(p.error);
       if (env::debug_level() >= 2) {
-        const std::string name = pad(p.kernel->program.display_name, 30);
+        const std::string name = pad(debug_name(p.kernel->program), 30);
         if (p.compiled) fprintf(stderr, "*** %-6s compile %s compiled in %.1f ms\n", p.dev->name().c_str(), name.c_str(), p.ms);
         else fprintf(stderr, "*** %-6s compile %s disk cache hit\n", p.dev->name().c_str(), name.c_str());
       }
@@ -178,7 +180,7 @@ class KernelCache {
     if (opt_level > 0) opts = beam_search(ast, dev, target, static_cast<int>(opt_level));
     k->program = codegen::to_program(ast, target, opts);
     if (debug >= 3) {
-      fprintf(stderr, "%s opts:", k->program.display_name.c_str());
+      fprintf(stderr, "%s opts:", debug_name(k->program).c_str());
       for (const codegen::Opt& o : k->program.opts) fprintf(stderr, " %s", o.str().c_str());
       const auto &g = k->program.global_size, &l = k->program.local_size;
       if (l[0] * l[1] * l[2] > 1)
@@ -213,6 +215,11 @@ KernelCache& kernel_cache() {
 std::string pad(const std::string& s, size_t width) {
   size_t n = visible_length(s);
   return n >= width ? s : s + std::string(width - n, ' ');
+}
+
+const std::string& debug_name(const codegen::Program& p) {
+  static const bool terminal = isatty(fileno(stderr)) != 0;
+  return terminal ? p.display_name : p.name;
 }
 
 void prepare_kernels(const std::vector<std::pair<UOpRef, runtime::Device*>>& kernels) { kernel_cache().prepare(kernels); }

@@ -34,5 +34,8 @@ EngineStats& engine_stats();
 
 // `s` padded with spaces to `width` visible characters (kernel names carry ANSI colors).
 std::string pad(const std::string& s, size_t width);
+// The kernel's name for DEBUG lines on stderr: its axes colored only when stderr is a terminal, so
+// pipes and log files get no escape codes.
+const std::string& debug_name(const codegen::Program& p);
 
 }  // namespace kiln::engine

@@ -74,7 +74,7 @@ double launch(const CompiledKernel& k, runtime::Device& device, std::span<const 
   GlobalCounters::time_sum_s += seconds;
   if (debug >= 2)
     fprintf(stderr, "*** %-6s %4lld %s arg %2zu mem %6.2f GB tm %10.2fus/%10.2fms (%9.2f GFLOPS %7.1f GB/s)\n",
-            device.name().c_str(), (long long)GlobalCounters::kernel_count, pad(k.program.display_name, 30).c_str(),
+            device.name().c_str(), (long long)GlobalCounters::kernel_count, pad(debug_name(k.program), 30).c_str(),
             buffers.size(), GlobalCounters::mem_used / 1e9, seconds * 1e6, GlobalCounters::time_sum_s * 1e3,
             k.program.flops / seconds / 1e9, bytes / seconds / 1e9);
   return seconds;

@@ -77,18 +77,49 @@ void Linear::collect(StateDict& out, const std::string& prefix) const {
 
 // ---- convolutions
 
-Conv2d::Conv2d(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t padding, bool with_bias, int64_t dilation,
-               int64_t groups)
-    : weight(Tensor::zeros({1})), stride(stride), padding(padding), dilation(dilation), groups(groups) {
+namespace {
+
+// A convolution layer's weight, (out, in/groups, k...) or transposed (in, out/groups, k...), and
+// bias, uniform in +-1/sqrt(fan_in) where fan_in is a weight row's size.
+void init_conv(Tensor& weight, std::optional<Tensor>& bias, const char* layer, size_t spatial_dims, int64_t in,
+               int64_t out, int64_t k, int64_t groups, bool transposed, bool with_bias) {
   if (groups < 1 || in % groups != 0 || out % groups != 0)
-    throw_error("Conv2d: channels ", in, " -> ", out, " are not divisible by groups=", groups);
-  double fan_in = static_cast<double>(in / groups * k * k);
-  weight = bounded_uniform({out, in / groups, k, k}, fan_in);
+    throw_error(layer, ": channels ", in, " -> ", out, " are not divisible by groups=", groups);
+  if (k < 1) throw_error(layer, ": kernel_size must be >= 1, got ", k);
+  Shape shape = transposed ? Shape{in, out / groups} : Shape{out, in / groups};
+  shape.insert(shape.end(), spatial_dims, k);
+  double fan_in = static_cast<double>(kiln::prod(shape) / shape[0]);
+  weight = bounded_uniform(shape, fan_in);
   if (with_bias) bias = bounded_uniform({out}, fan_in);
 }
 
+// x must have the batch, channel and spatial axes the layer's kernel has.
+void check_conv_input(const Tensor& x, const Tensor& weight, bool transposed) {
+  const int64_t dims = weight.ndim() - 2;
+  const std::string name = std::string(transposed ? "ConvTranspose" : "Conv") + std::to_string(dims) + "d";
+  if (x.ndim() != weight.ndim())
+    throw_error(name, ": expected an input of layout ", dims == 1 ? "(N, C, L)" : "(N, C, H, W)", ", got shape ",
+                shape_to_string(x.shape()));
+}
+
+}  // namespace
+
+Conv2d::Conv2d(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t padding, bool with_bias, int64_t dilation,
+               int64_t groups)
+    : Conv2d(2, in, out, k, stride, padding, with_bias, dilation, groups) {}
+
+Conv2d::Conv2d(size_t spatial_dims, int64_t in, int64_t out, int64_t k, int64_t stride, int64_t padding,
+               bool with_bias, int64_t dilation, int64_t groups)
+    : weight(Tensor::zeros({1})), stride(stride), padding(padding), dilation(dilation), groups(groups) {
+  init_conv(weight, bias, spatial_dims == 1 ? "Conv1d" : "Conv2d", spatial_dims, in, out, k, groups, false, with_bias);
+}
+
+Conv1d::Conv1d(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t padding, bool with_bias, int64_t dilation,
+               int64_t groups)
+    : Conv2d(1, in, out, k, stride, padding, with_bias, dilation, groups) {}
+
 Tensor Conv2d::operator()(const Tensor& x) const {
-  check_rank(x, 4, "Conv2d", "(N, C, H, W)");
+  check_conv_input(x, weight, false);
   return x.conv2d(weight, bias, static_cast<int>(stride), static_cast<int>(padding), static_cast<int>(dilation),
                   static_cast<int>(groups));
 }
@@ -100,17 +131,23 @@ void Conv2d::collect(StateDict& out, const std::string& prefix) const {
 
 ConvTranspose2d::ConvTranspose2d(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t padding,
                                  int64_t output_padding, bool with_bias, int64_t dilation, int64_t groups)
+    : ConvTranspose2d(2, in, out, k, stride, padding, output_padding, with_bias, dilation, groups) {}
+
+ConvTranspose2d::ConvTranspose2d(size_t spatial_dims, int64_t in, int64_t out, int64_t k, int64_t stride,
+                                 int64_t padding, int64_t output_padding, bool with_bias, int64_t dilation,
+                                 int64_t groups)
     : weight(Tensor::zeros({1})), stride(stride), padding(padding), output_padding(output_padding),
       dilation(dilation), groups(groups) {
-  if (groups < 1 || in % groups != 0 || out % groups != 0)
-    throw_error("ConvTranspose2d: channels ", in, " -> ", out, " are not divisible by groups=", groups);
-  double fan_in = static_cast<double>(out / groups * k * k);
-  weight = bounded_uniform({in, out / groups, k, k}, fan_in);
-  if (with_bias) bias = bounded_uniform({out}, fan_in);
+  init_conv(weight, bias, spatial_dims == 1 ? "ConvTranspose1d" : "ConvTranspose2d", spatial_dims, in, out, k, groups,
+            true, with_bias);
 }
 
+ConvTranspose1d::ConvTranspose1d(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t padding,
+                                 int64_t output_padding, bool with_bias, int64_t dilation, int64_t groups)
+    : ConvTranspose2d(1, in, out, k, stride, padding, output_padding, with_bias, dilation, groups) {}
+
 Tensor ConvTranspose2d::operator()(const Tensor& x) const {
-  check_rank(x, 4, "ConvTranspose2d", "(N, C, H, W)");
+  check_conv_input(x, weight, true);
   return x.conv_transpose2d(weight, bias, static_cast<int>(stride), static_cast<int>(padding),
                             static_cast<int>(dilation), static_cast<int>(groups), static_cast<int>(output_padding));
 }
@@ -127,7 +164,7 @@ BatchNorm::BatchNorm(int64_t features, double eps, double momentum, bool affine,
       bias(Tensor::zeros({features}).contiguous().realize()),
       running_mean(Tensor::zeros({features}).contiguous().realize()),
       running_var(Tensor::ones({features}).contiguous().realize()),
-      num_batches_tracked(Tensor::zeros({1}).contiguous().realize()),
+      num_batches_tracked(Tensor::zeros({1}, dtypes::int64).contiguous().realize()),  // as tinygrad's
       eps(eps),
       momentum(momentum),
       track_running_stats(track_running_stats) {
@@ -158,7 +195,7 @@ Tensor BatchNorm::operator()(const Tensor& x) const {
     // (the statistics keep their dtype whatever the input's)
     rm.assign(((1 - momentum) * running_mean + momentum * mean.detach()).cast(rm.dtype()));
     rv.assign(((1 - momentum) * running_var + momentum * n / std::max(1.0, n - 1) * var.detach()).cast(rv.dtype()));
-    nb.assign(num_batches_tracked + 1.0);
+    nb.assign(num_batches_tracked + 1);
   }
   Tensor invstd = (var + eps).rsqrt();
   Tensor y = x.batchnorm(weight, bias, mean, invstd);
@@ -260,29 +297,45 @@ std::vector<Tensor> parameters_of(const StateDict& state) {
   return out;
 }
 
-void load_state_dict_into(const StateDict& model_state, const StateDict& state, bool strict) {
-  std::string missing, unexpected, mismatched;
+namespace {
+// Equal shapes, or tinygrad's one exception: a scalar for a one-element vector or back (PyTorch
+// saves BatchNorm's num_batches_tracked as a scalar; kiln and tinygrad hold it as (1,)).
+bool loadable_shape(const Shape& model, const Shape& given) {
+  return model == given || (model.size() + given.size() == 1 && kiln::prod(model) == 1 && kiln::prod(given) == 1);
+}
+}  // namespace
+
+void load_state_dict_into(const StateDict& model_state, const StateDict& state, bool strict, bool cast) {
+  std::string missing, unexpected, mismatched, mistyped;
   for (const auto& [name, t] : model_state) {
     auto it = state.find(name);
     if (it == state.end()) {
       missing += (missing.empty() ? "" : ", ") + name;
-    } else if (it->second.shape() != t.shape()) {
+    } else if (!loadable_shape(t.shape(), it->second.shape())) {
       mismatched += (mismatched.empty() ? "" : ", ") + name + " (model " + shape_to_string(t.shape()) + ", given " +
                     shape_to_string(it->second.shape()) + ")";
+    } else if (!cast && it->second.dtype() != t.dtype()) {
+      mistyped += (mistyped.empty() ? "" : ", ") + name + " (model " + t.dtype().name() + ", given " +
+                  it->second.dtype().name() + ")";
     }
   }
   for (const auto& [name, t] : state)
     if (!model_state.count(name)) unexpected += (unexpected.empty() ? "" : ", ") + name;
-  if (!mismatched.empty() || (strict && (!missing.empty() || !unexpected.empty())))
-    throw_error("load_state_dict: ", missing.empty() ? "" : "missing keys: " + missing + "; ",
-                unexpected.empty() || !strict ? "" : "unexpected keys: " + unexpected + "; ",
-                mismatched.empty() ? "" : "mis-shaped keys: " + mismatched);
+  std::string problems;
+  auto report = [&](const std::string& what, const std::string& keys) {
+    if (!keys.empty()) problems += (problems.empty() ? "" : "; ") + what + keys;
+  };
+  if (strict) report("missing keys: ", missing);
+  if (strict) report("unexpected keys: ", unexpected);
+  report("mis-shaped keys: ", mismatched);
+  report("keys of another dtype: ", mistyped.empty() ? "" : mistyped + " (load with cast to convert them)");
+  if (!problems.empty()) throw_error("load_state_dict: ", problems);
   std::vector<Tensor> updated;
   for (const auto& [name, t] : model_state) {
     auto it = state.find(name);
     if (it == state.end()) continue;
     Tensor target = t;
-    target.assign(it->second.cast(t.dtype()).contiguous());
+    target.assign(it->second.cast(t.dtype()).reshape(t.shape()).contiguous());
     updated.push_back(target);
   }
   Tensor::realize(updated);

@@ -95,6 +95,14 @@ void safe_save(const StateDict& tensors, const std::string& path, const std::map
   }
 }
 
+void safe_save_check(const std::string& path) {
+  try {
+    AtomicFile probe(path);  // removed again uncommitted, leaving the path as it was
+  } catch (const Error& e) {
+    throw_error("safe_save: ", path, ": ", e.what());
+  }
+}
+
 StateDict safe_load(const std::string& path) {
   try {
     return load(path);

@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
-#include <set>
+#include <unordered_set>
+#include <vector>
 
 #include "kiln/error.h"
 
@@ -151,23 +152,59 @@ void check_tiling(std::vector<TensorEntry>& tensors, uint64_t data_size) {
     throw_error("the data region has ", data_size, " bytes but the tensors cover only the first ", covered);
 }
 
-// Parses JSON text, rejecting duplicate keys (which the JSON library would silently merge) and
-// nesting no header needs.
-json parse_json(std::string_view text) {
-  std::vector<std::set<std::string>> open_objects;  // keys seen so far, per enclosing object
-  auto check = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (depth > kMaxNesting) throw_error("the header nests deeper than ", kMaxNesting, " levels");
-    if (event == json::parse_event_t::object_start) open_objects.emplace_back();
-    if (event == json::parse_event_t::object_end) open_objects.pop_back();
-    if (event == json::parse_event_t::key && !open_objects.back().insert(parsed.get<std::string>()).second)
-      throw_error("the header has the key ", quoted(parsed.get<std::string>()), " twice in one object");
+// Checks JSON text in one SAX pass before it is parsed: the JSON library would silently merge
+// duplicate keys, and nesting no header needs could exhaust the stack. (The library's callback
+// parser can check the same, but it rescans the enclosing object after every value it closes,
+// which is quadratic in the number of tensors.)
+class HeaderChecker : public nlohmann::json_sax<json> {
+ public:
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    open();
+    open_objects_.emplace_back();
     return true;
-  };
-  try {
-    return json::parse(text, check);
-  } catch (const json::exception& e) {
+  }
+  bool key(string_t& key) override {
+    if (!open_objects_.back().insert(key).second)
+      throw_error("the header has the key ", quoted(key), " twice in one object");
+    return true;
+  }
+  bool end_object() override {
+    open_objects_.pop_back();
+    --depth_;
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    open();
+    return true;
+  }
+  bool end_array() override {
+    --depth_;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
     throw_error("the header is not valid JSON: ", e.what());
   }
+
+ private:
+  void open() {
+    if (++depth_ > kMaxNesting) throw_error("the header nests deeper than ", kMaxNesting, " levels");
+  }
+  int depth_ = 0;
+  std::vector<std::unordered_set<std::string>> open_objects_;  // keys seen so far, per enclosing object
+};
+
+// Parses JSON text, rejecting duplicate keys and nesting no header needs; linear in its length.
+json parse_json(std::string_view text) {
+  HeaderChecker checker;
+  json::sax_parse(text, &checker);  // throws kiln::Error for anything json::parse would reject
+  return json::parse(text);
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ class KernelBuilder {
     for (const UOp* r : roots_) param_for(buffers_.at(r));
     std::vector<UOpRef> stores;
     for (const UOp* r : roots_) {
-      UOpRef value = lower_root(r, own);
+      UOpRef value = lower(r, own, true);
       UOpRef at = index(param_for(buffers_.at(r)), flat_index(own.idx, r->shape_or_throw()), own.valid);
       stores.push_back(UOp::make(Ops::STORE, dtypes::void_, {at, value}));
     }
@@ -68,6 +68,7 @@ class KernelBuilder {
   std::vector<std::pair<const UOp*, Access>> reads_of(const UOp* u, const Access& a, bool is_root) {
     if (u->op == Ops::BUFFER || u->op == Ops::CONST || (!is_root && loaded(u))) return {};
     if (group::Movement.has(u->op)) return {{u->src[0].get(), apply_movement_op(*u, a)}};
+    if (u->op == Ops::GATHER) return {{u->src[1].get(), a}, {u->src[0].get(), gathered_access(u, a)}};
     if (u->op == Ops::REDUCE) {
       const Shape& in_shape = u->src[0]->shape_or_throw();
       const auto& ranges = plan_.reduce_ranges.at({u, key_of(a)});
@@ -84,6 +85,24 @@ class KernelBuilder {
     return reads;
   }
 
+  // Whether a GATHER's loaded index `v` is in [0, n), compared in its own dtype (an int64 index
+  // past int32 must not wrap into range).
+  static UOpRef gather_in_range(const UOpRef& v, int64_t n) {
+    UOpRef below_n = v < UOp::const_(v->dtype, static_cast<double>(n));
+    return v->dtype.is_unsigned() ? below_n : (UOp::const_(v->dtype, -1) < v) & below_n;
+  }
+
+  // Where a GATHER reads its source: u's own indices with the loaded index value on its axis, gated
+  // to indices in range (the others read 0). The index is lowered first: its value is the address.
+  Access gathered_access(const UOp* u, const Access& a) {
+    const int64_t axis = u->arg_as<int64_t>();
+    UOpRef v = lower(u->src[1].get(), a, false);
+    Access in = a;
+    in.idx[axis] = v->dtype == dtypes::index ? v : UOp::make(Ops::CAST, dtypes::index, {v});
+    in.valid = simplify(a.valid & gather_in_range(v, u->src[0]->shape_or_throw()[axis]));
+    return in;
+  }
+
   // The kernel expression for `u` at access `a`, given the expressions of what it reads.
   UOpRef combine(const UOp* u, const Access& a, bool is_root, std::vector<UOpRef> inputs) {
     if (u->op == Ops::BUFFER) return load(u->ref(), a.idx[0], a.valid);
@@ -95,6 +114,10 @@ class KernelBuilder {
       return cond == true_const() ? inputs[0] : UOp::make(Ops::WHERE, u->dtype, {cond, inputs[0], u->const_like(0)});
     }
     if (group::Movement.has(u->op) || u->op == Ops::CONTIGUOUS) return inputs[0];
+    if (u->op == Ops::GATHER) {  // a source that is a constant is not gated by its load: gate it here
+      UOpRef ok = gather_in_range(inputs[0], u->src[0]->shape_or_throw()[u->arg_as<int64_t>()]);
+      return UOp::make(Ops::WHERE, u->dtype, {ok, inputs[1], u->const_like(0)});
+    }
     if (u->op == Ops::REDUCE) {
       const Ops op = u->arg_as<ReduceArg>().op;
       if (inputs.empty()) return UOp::const_(u->dtype, reduce_identity(op, u->dtype));
@@ -108,9 +131,13 @@ class KernelBuilder {
     throw_error("schedule: cannot put ", op_name(u->op), " in a kernel");
   }
 
-  // The kernel expression for the root at its own access. Iterative, with a memo per (node, access),
-  // so deep graphs don't overflow the stack and shared subexpressions are built once.
-  UOpRef lower_root(const UOp* root, const Access& own) {
+  // The kernel expression for `node` at access `at` (`is_root`: the kernel's own node, computed,
+  // not loaded). Iterative, with a memo per (node, access), so deep graphs don't overflow the stack
+  // and shared subexpressions are built once. (A GATHER's index is lowered by a nested call: its
+  // value is part of the address its source is read at.)
+  UOpRef lower(const UOp* node, const Access& at, bool is_root) {
+    if (!is_root)
+      if (auto it = memo_.find(std::make_pair(node, key_of(at))); it != memo_.end()) return it->second;
     struct Frame {
       const UOp* u;
       const Access* a;  // points into keep_
@@ -126,7 +153,7 @@ class KernelBuilder {
       return f;
     };
     std::vector<Frame> stack;
-    stack.push_back(frame(root, kept(own), true));
+    stack.push_back(frame(node, kept(at), is_root));
     UOpRef result;
     while (!stack.empty()) {
       Frame& f = stack.back();
@@ -138,8 +165,8 @@ class KernelBuilder {
       std::vector<UOpRef> inputs;
       for (auto [u, a] : f.reads) inputs.push_back(memo_.at(memo_key(u, *a)));
       UOpRef value = combine(f.u, *f.a, f.is_root, std::move(inputs));
-      if (f.is_root) result = value;
-      else memo_[memo_key(f.u, *f.a)] = value;
+      if (!f.is_root) memo_[memo_key(f.u, *f.a)] = value;
+      if (stack.size() == 1) result = value;
       stack.pop_back();
     }
     return result;

@@ -32,7 +32,9 @@ Region region_of(const UOp* u, const std::unordered_set<const UOp*>& realized) {
     }
     if (!seen.insert(x).second) continue;
     r.reduces |= x->op == Ops::REDUCE;
-    for (const UOpRef& s : x->src) stack.push_back({s.get(), moved || group::Movement.has(x->op)});
+    // a GATHER reads its source at gathered addresses: not element for element
+    for (size_t i = 0; i < x->src.size(); i++)
+      stack.push_back({x->src[i].get(), moved || group::Movement.has(x->op) || (x->op == Ops::GATHER && i == 0)});
   }
   return r;
 }

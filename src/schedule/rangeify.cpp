@@ -109,6 +109,12 @@ class Rangeify {
         realized_.insert(u);
         if (!is_buffer_view(u->src[0].get())) realized_.insert(u->src[0].get());
       }
+      // A GATHER reads its source at addresses only known once its index is loaded: the source is
+      // read from memory (a buffer, or a node stored first), never computed at each gathered element.
+      if (u->op == Ops::GATHER) {
+        const UOp* base = base_of(u->src[0].get());
+        if (base->op != Ops::BUFFER && base->op != Ops::CONST) realized_.insert(base);
+      }
       bool broadcast_in_kernel = false;
       if (expands_an_axis(u) && has_reduce[u->src[0].get()]) {
         // A reduction broadcast again is stored, unless its rows are short: then its consumer's
@@ -252,6 +258,10 @@ class Rangeify {
     if (group::Movement.has(u->op)) {
       add_access(u->src[0].get(), apply_movement_op(*u, a));
       widen_scope(u->src[0].get(), u);
+    } else if (u->op == Ops::GATHER) {
+      // only the index is read at u's own indices; the source is read in place (seed_realizations)
+      add_access(u->src[1].get(), a);
+      widen_scope(u->src[1].get(), u);
     } else if (u->op == Ops::REDUCE) {
       Access in = a;
       std::vector<UOpRef> ranges;

@@ -1,10 +1,13 @@
 #include "support/env.h"
 
 #include <atomic>
+#include <charconv>
 #include <cstdlib>
 #include <map>
 #include <mutex>
 #include <optional>
+
+#include "kiln/error.h"
 
 namespace kiln::env {
 namespace {
@@ -33,6 +36,16 @@ std::optional<std::string> lookup(const std::string& name) {
 
 std::atomic<uint64_t> changes{0};
 
+int parse_int(const std::string& name, const std::string& value) {
+  int out = 0;
+  const char *begin = value.data(), *end = begin + value.size();
+  auto [stop, error] = std::from_chars(begin + (value[0] == '+'), end, out);  // from_chars rejects a '+'
+  if (error != std::errc() || stop != end)
+    throw_error("setting ", name, "=", value, ": expected an integer",
+                error == std::errc::result_out_of_range ? " in int's range" : "");
+  return out;
+}
+
 }  // namespace
 
 uint64_t generation() { return changes.load(std::memory_order_acquire); }
@@ -49,14 +62,11 @@ int debug_level() {
   return level;
 }
 
+// A value that is not an integer (DEBUG=abc) is an error: running with the default instead would
+// silently ignore the setting.
 int get_int(const std::string& name, int default_value) {
   auto v = lookup(name);
-  if (!v || v->empty()) return default_value;
-  try {
-    return std::stoi(*v);
-  } catch (...) {
-    return default_value;
-  }
+  return !v || v->empty() ? default_value : parse_int(name, *v);
 }
 
 std::string get_string(const std::string& name, const std::string& default_value) {

@@ -6,7 +6,7 @@
 
 namespace kiln::env {
 
-// Integer setting, e.g. get_int("DEBUG", 0). Unparseable values count as the default.
+// Integer setting, e.g. get_int("DEBUG", 0); a value that is not an integer is an error.
 int get_int(const std::string& name, int default_value);
 // String setting; empty when unset.
 std::string get_string(const std::string& name, const std::string& default_value = "");

@@ -1,13 +1,17 @@
 // Activation functions, as compositions of elementwise primitives (tinygrad's formulas).
 #include <cmath>
 #include <numbers>
+#include <string>
 
 #include "kiln/error.h"
 #include "tensor/tensor_impl.h"
 
 namespace kiln {
 
-Tensor Tensor::gelu() const {  // tanh approximation, as tinygrad
+Tensor Tensor::gelu(std::string_view approximate) const {
+  if (approximate == "none") return *this * 0.5 * (1.0 + (*this * (1 / std::numbers::sqrt2)).erf());
+  if (approximate != "tanh")
+    throw_error("gelu: approximate must be \"tanh\" or \"none\", got \"", std::string(approximate), "\"");
   const double c = std::sqrt(2 / std::numbers::pi);
   return 0.5 * *this * (1.0 + (c * (*this + 0.044715 * *this * *this * *this)).tanh());
 }
@@ -20,6 +24,12 @@ Tensor Tensor::mish() const { return *this * softplus().tanh(); }
 Tensor Tensor::hardtanh(double lo, double hi) const { return clip(lo, hi); }
 Tensor Tensor::leaky_relu(double neg_slope) const { return lt(0).where(*this * neg_slope, *this); }
 Tensor Tensor::elu(double alpha) const { return relu() - alpha * (1.0 - exp()).relu(); }
+Tensor Tensor::celu(double alpha) const { return maximum(0) + (alpha * ((*this / alpha).exp() - 1.0)).minimum(0); }
+Tensor Tensor::selu(double alpha, double gamma) const { return gamma * ge(0).where(*this, alpha * (exp() - 1.0)); }
+// clip, not tinygrad's relu(y) - relu(y - 1), which is inf - inf at x = inf
+Tensor Tensor::hardsigmoid(double alpha, double beta) const { return (alpha * *this + beta).clip(0, 1); }
+Tensor Tensor::softsign() const { return *this / (1.0 + abs()); }
+Tensor Tensor::logsigmoid() const { return -(-*this).softplus(); }
 
 Tensor Tensor::softplus(double beta) const {
   // log(1 + e^(bx)) / b, computed as max(bx, 0) + log(1 + e^-|bx|) so large inputs don't overflow

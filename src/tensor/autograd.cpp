@@ -1,9 +1,13 @@
 // The autograd face of Tensor: which tensors want gradients, backward() and gradient(), the
 // in-place assignment optimizers use, and copies between devices. The rules themselves are in gradient.cpp.
+// Realizing swaps a tensor's graph for its buffer; a tensor a gradient can flow through keeps the
+// graph as its origin, so a backward() after reading intermediates (or the loss) still finds the path.
+#include <mutex>
 #include <unordered_set>
 
 #include "engine/buffers.h"
 #include "kiln/error.h"
+#include "kiln/ir/pattern_matcher.h"
 #include "tensor/gradient.h"
 #include "tensor/tensor_impl.h"
 
@@ -28,11 +32,42 @@ std::unordered_set<const UOp*> differentiable_nodes(const UOp* root) {
   return seen;
 }
 
-// Live tensors that asked for a gradient and that `root` depends on.
+// Whether a gradient can flow from `root` into one of `targets`. Nodes of a walk that found none
+// join `dead_ends`, which later walks skip.
+bool reaches(const UOp* root, const std::unordered_set<const UOp*>& targets,
+             std::unordered_set<const UOp*>& dead_ends) {
+  std::unordered_set<const UOp*> seen{root};
+  std::vector<const UOp*> stack{root};
+  while (!stack.empty()) {
+    const UOp* u = stack.back();
+    stack.pop_back();
+    if (targets.count(u)) return true;
+    if (u->op == Ops::DETACH || dead_ends.count(u)) continue;
+    for (const UOpRef& s : u->src)
+      if (seen.insert(s.get()).second) stack.push_back(s.get());
+  }
+  dead_ends.merge(seen);
+  return false;
+}
+
+// `root` with each realized tensor's node replaced by the graph it was computed from (origins refer
+// to older realized nodes in turn, never to newer ones).
+UOpRef through_origins(UOpRef root) {
+  std::unordered_map<const UOp*, UOpRef> origin_of;
+  for (const auto& t : TensorRegistry::get().tracked_for_gradients())
+    if (t->origin && t->origin->realized.get() == t->uop().get())  // not assigned anew since
+      origin_of.emplace(t->origin->realized.get(), t->origin->graph);
+  if (origin_of.empty()) return root;
+  for (UOpRef next = substitute(root, origin_of); next.get() != root.get(); next = substitute(root, origin_of))
+    root = next;
+  return root;
+}
+
+// Live tensors that asked for a gradient and that `root` (through origins) depends on.
 std::vector<std::shared_ptr<TensorImpl>> tensors_needing_grad(const UOp* root) {
   std::unordered_set<const UOp*> nodes = differentiable_nodes(root);
   std::vector<std::shared_ptr<TensorImpl>> out;
-  for (auto& t : TensorRegistry::get().live())
+  for (auto& t : TensorRegistry::get().tracked_for_gradients())
     if (t->requires_grad && nodes.count(t->uop().get())) out.push_back(std::move(t));
   return out;
 }
@@ -46,9 +81,33 @@ void check_scalar_root(const Tensor& t, const char* what) {
 
 }  // namespace
 
+void keep_gradient_paths(const GraphChanges& changes) {
+  std::vector<std::shared_ptr<TensorImpl>> tracked = TensorRegistry::get().tracked_for_gradients();
+  if (tracked.empty()) return;
+  std::unordered_set<const UOp*> targets, dead_ends;
+  std::unordered_map<const UOp*, UOpRef> leaf_moves;  // leaves realized by this same realize
+  for (const auto& t : tracked) targets.insert(t->uop().get());
+  for (const auto& [t, u] : changes)
+    if (t->requires_grad) leaf_moves.emplace(t->uop().get(), u);
+  for (const auto& [t, u] : changes) {
+    UOpRef old = t->uop();
+    if (t->requires_grad || !t->grad_enabled || !t->dtype.is_float() || old.get() == u.get()) continue;
+    if (t->origin && t->origin->realized.get() == old.get()) {  // realized further: same origin
+      t->origin->realized = u;
+      continue;
+    }
+    if (!reaches(old.get(), targets, dead_ends)) continue;
+    const bool tracked_already = t->origin.has_value();
+    t->origin = TensorImpl::Origin{u, leaf_moves.empty() ? old : substitute(old, leaf_moves)};
+    if (!tracked_already) TensorRegistry::get().track_for_gradients(t);
+  }
+}
+
 Tensor& Tensor::requires_grad_(bool on) {
   if (on && !dtype().is_float())
     throw_error("requires_grad_: only float tensors can require gradients, this one is ", dtype().name());
+  std::lock_guard lock(realize_mutex());
+  if (on && !impl_->requires_grad && !impl_->origin) TensorRegistry::get().track_for_gradients(impl_);
   impl_->requires_grad = on;
   return *this;
 }
@@ -56,7 +115,8 @@ Tensor& Tensor::requires_grad_(bool on) {
 bool Tensor::requires_grad() const {
   if (impl_->requires_grad) return true;
   if (!impl_->grad_enabled || !dtype().is_float()) return false;
-  return !tensors_needing_grad(uop().get()).empty();
+  std::lock_guard lock(realize_mutex());
+  return !tensors_needing_grad(through_origins(uop()).get()).empty();
 }
 
 std::optional<Tensor> Tensor::grad() const { return impl_->grad; }
@@ -78,17 +138,19 @@ Tensor& Tensor::backward(std::optional<Tensor> gradient) {
     throw_error("backward: the gradient's shape ", shape_to_string(gradient->shape()), " differs from the tensor's ",
                 shape_to_string(shape()));
   }
-  auto targets = tensors_needing_grad(uop().get());
-  if (targets.empty())
-    throw_error("backward: nothing this tensor depends on requires a gradient (call requires_grad_() on the "
-                "parameters, or backward() before realizing the loss)");
+  std::lock_guard lock(realize_mutex());
+  const Tensor root(through_origins(uop()));
+  auto targets = tensors_needing_grad(root.uop().get());
+  if (targets.empty()) return *this;  // nothing to do (tinygrad's and PyTorch's leaves without grad)
   std::vector<const UOp*> nodes;
   for (const auto& t : targets) nodes.push_back(t->uop().get());
-  auto grads = autograd::compute_gradient(*this, gradient->cast(dtype()), nodes);
+  auto grads = autograd::compute_gradient(root, gradient->cast(dtype()), nodes);
   for (const auto& t : targets) {
     auto g = grads.find(t->uop().get());
     if (g == grads.end()) continue;  // reached only through integer ops
-    Tensor add = g->second.cast(t->dtype);
+    // a gradient is data, as PyTorch's .grad: no graph back into the step that made it (an
+    // optimizer state built from it would otherwise keep that step's graph)
+    Tensor add = g->second.cast(t->dtype).detach();
     t->grad = t->grad ? *t->grad + add : add;
   }
   return *this;
@@ -96,12 +158,15 @@ Tensor& Tensor::backward(std::optional<Tensor> gradient) {
 
 std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& targets) const {
   check_scalar_root(*this, "gradient");
+  std::lock_guard lock(realize_mutex());
+  std::vector<UOpRef> target_graphs;  // realized targets stand for their origins, as in the root
   std::vector<const UOp*> nodes;
   for (const Tensor& t : targets) {
     if (!t.dtype().is_float()) throw_error("gradient: target of dtype ", t.dtype().name(), " carries no gradient");
-    nodes.push_back(t.uop().get());
+    target_graphs.push_back(through_origins(t.uop()));
+    nodes.push_back(target_graphs.back().get());
   }
-  auto grads = autograd::compute_gradient(*this, ones_like(), nodes);
+  auto grads = autograd::compute_gradient(Tensor(through_origins(uop())), ones_like(), nodes);
   std::vector<Tensor> out;
   for (size_t i = 0; i < targets.size(); i++) {
     auto g = grads.find(nodes[i]);

@@ -63,10 +63,15 @@ Tensor Tensor::arange(double start, double stop, double step, std::optional<DTyp
   if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
     throw_error("arange: expected finite start, stop and step, got ", start, ", ", stop, ", ", step);
   if (step == 0) throw_error("arange: step must not be 0");
+  // the range's first and last values
+  const double lo = step > 0 ? start : stop - step, hi = step > 0 ? stop - step : start;
   if (!dtype) {
     bool whole = std::trunc(start) == start && std::trunc(stop) == stop && std::trunc(step) == step;
     dtype = whole ? dtypes::default_int : dtypes::default_float;
+    if (whole && (lo < dtype->min_value() || hi > dtype->max_value())) dtype = dtypes::int64;  // tinygrad's rule
   }
+  if (dtype->is_int() && (lo < dtype->min_value() || hi > dtype->max_value()))
+    throw_error("arange: [", start, ", ", stop, ") is not representable in ", dtype->name());
   double count = std::ceil((stop - start) / step);
   if (!(count <= static_cast<double>(kMaxNumel))) throw_error("arange: ", count, " elements are too many (at most ", kMaxNumel, ")");
   int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));

@@ -58,22 +58,57 @@ Formula parse(std::string formula, const std::vector<Tensor>& operands) {
   return f;
 }
 
+// A letter repeated within one operand ("ii", "iij") names its diagonal: the two axes become one,
+// last, read at equal positions (permuted last and flattened, row r starts at r * (n + 1)).
+// Returns the operand's letters afterwards.
+std::string take_diagonals(Tensor& x, std::string in, size_t operand) {
+  for (size_t k = 1; k < in.size(); k++) {
+    const size_t j = in.find(in[k]);
+    if (j == k) continue;
+    const int64_t n = x.shape()[j];
+    if (x.shape()[k] != n)
+      throw_error("einsum: letter '", in[k], "' repeats in operand ", operand, " ('", in, "') over axes of sizes ", n,
+                  " and ", x.shape()[k]);
+    std::vector<int> order;
+    std::string kept;
+    for (size_t d = 0; d < in.size(); d++)
+      if (d != j && d != k) order.push_back(static_cast<int>(d)), kept += in[d];
+    order.push_back(static_cast<int>(j));
+    order.push_back(static_cast<int>(k));
+    Tensor flat = x.permute(order).flatten(-2);
+    Pairs pad(static_cast<size_t>(flat.ndim()), {0, 0});
+    pad.back() = {0, n};
+    Shape rows(flat.shape().begin(), flat.shape().end() - 1), diagonal = rows;
+    rows.insert(rows.end(), {n, n + 1});
+    diagonal.push_back(n);
+    Pairs first_column;
+    for (int64_t size : rows) first_column.push_back({0, size});
+    first_column.back() = {0, 1};
+    x = flat.pad(pad).reshape(rows).shrink(first_column).reshape(diagonal);
+    in = kept + in[k];
+    k = 0;  // the letters moved: look again from the start
+  }
+  return in;
+}
+
 }  // namespace
 
 Tensor Tensor::einsum(const std::string& formula, const std::vector<Tensor>& operands) {
   if (operands.empty()) throw_error("einsum: expected at least one operand");
   Formula f = parse(formula, operands);
+  std::vector<Tensor> xs = operands;
   std::map<char, int64_t> sizes;  // sorted letters: the common axis order
-  for (size_t i = 0; i < operands.size(); i++) {
-    const std::string& in = f.inputs[i];
-    if (static_cast<int64_t>(in.size()) != operands[i].ndim())
+  for (size_t i = 0; i < xs.size(); i++) {
+    std::string& in = f.inputs[i];
+    if (static_cast<int64_t>(in.size()) != xs[i].ndim())
       throw_error("einsum: '", in, "' names ", in.size(), " dims but operand ", i, " has shape ",
-                  shape_to_string(operands[i].shape()));
+                  shape_to_string(xs[i].shape()));
+    for (char c : in)
+      if (!std::isalpha(static_cast<unsigned char>(c))) throw_error("einsum: '", c, "' is not a letter in '", formula, "'");
+    in = take_diagonals(xs[i], in, i);
     for (size_t k = 0; k < in.size(); k++) {
       char c = in[k];
-      if (!std::isalpha(static_cast<unsigned char>(c))) throw_error("einsum: '", c, "' is not a letter in '", formula, "'");
-      if (in.find(c) != k) throw_error("einsum: letter '", c, "' repeats within operand ", i, " ('", in, "'); diagonals are not supported");
-      int64_t n = operands[i].shape()[k];
+      int64_t n = xs[i].shape()[k];
       auto [it, fresh] = sizes.try_emplace(c, n);
       if (!fresh && it->second != n && it->second != 1 && n != 1)
         throw_error("einsum: letter '", c, "' is ", it->second, " in one operand and ", n, " in operand ", i);
@@ -86,14 +121,14 @@ Tensor Tensor::einsum(const std::string& formula, const std::vector<Tensor>& ope
   Shape full;
   for (auto [c, n] : sizes) full.push_back(n);
   std::optional<Tensor> product;
-  for (size_t i = 0; i < operands.size(); i++) {
+  for (size_t i = 0; i < xs.size(); i++) {
     const std::string& in = f.inputs[i];
     std::vector<int> order(in.size());
     for (size_t k = 0; k < in.size(); k++) order[k] = static_cast<int>(k);
     std::sort(order.begin(), order.end(), [&](int a, int b) { return in[a] < in[b]; });
     Shape s;
-    for (auto [c, n] : sizes) s.push_back(in.find(c) == std::string::npos ? 1 : operands[i].shape()[in.find(c)]);
-    Tensor x = operands[i].permute(order).reshape(s).expand(full);
+    for (auto [c, n] : sizes) s.push_back(in.find(c) == std::string::npos ? 1 : xs[i].shape()[in.find(c)]);
+    Tensor x = xs[i].permute(order).reshape(s).expand(full);
     product = product ? *product * x : x;
   }
   std::vector<int> drop;

@@ -351,5 +351,11 @@ Tensor operator*(const Tensor& a, const Tensor& b) { return a.mul(b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return a.div(b); }
 Tensor operator%(const Tensor& a, const Tensor& b) { return a.mod(b); }
 Tensor operator-(const Tensor& a) { return a.neg(); }
+Tensor operator==(const Tensor& a, const Tensor& b) { return a.eq(b); }
+Tensor operator!=(const Tensor& a, const Tensor& b) { return a.ne(b); }
+Tensor operator<(const Tensor& a, const Tensor& b) { return a.lt(b); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return a.le(b); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return a.gt(b); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return a.ge(b); }
 
 }  // namespace kiln

@@ -65,6 +65,15 @@ Grads reduce_grad(const Tensor& g, const UOp& ret, const std::vector<Tensor>& sr
   }
 }
 
+// A gather's gradient is a scatter-add, as a masked sum: source element j along the axis collects
+// every incoming gradient whose index is j (indices outside the source collect nowhere).
+Grads gather_grad(const Tensor& g, const UOp& ret, const std::vector<Tensor>& src) {
+  const int axis = static_cast<int>(ret.arg_as<int64_t>());
+  Tensor hit = src[1].one_hot(src[0].shape()[axis]);                     // (..., k at axis, ..., n)
+  Tensor collected = hit.where(g.unsqueeze(-1), 0.0).sum({axis}, true);  // (..., 1 at axis, ..., n)
+  return {collected.transpose(axis, -1).squeeze(-1), std::nullopt};
+}
+
 // The rules. Sources of elementwise ops already have the node's shape (broadcasts are EXPANDs).
 const PatternMatcher& gradient_rules() {
   static const PatternMatcher pm{{
@@ -116,6 +125,7 @@ const PatternMatcher& gradient_rules() {
       // a copy's gradient is copied back to where its source lives
       rule(Ops::COPY, [](const Tensor& g, const UOp&, const auto& s) -> Grads { return {g.to(s[0].device())}; }),
       rule(Ops::REDUCE, reduce_grad),
+      rule(Ops::GATHER, gather_grad),
       // movement ops have exact inverses
       rule(Ops::RESHAPE, [](const Tensor& g, const UOp&, const auto& s) -> Grads { return {g.reshape(s[0].shape())}; }),
       rule(Ops::PERMUTE,

@@ -1,15 +1,19 @@
-// Indexing with integer tensors: comparisons against an arange make one-hot masks, and a masked
-// sum picks the values (tinygrad's way; differentiable, no gather primitive needed).
+// Indexing with integer tensors. gather and index_select are GATHER nodes: the kernel loads the
+// index and reads the source at it (O(index), not O(source)); its gradient is a masked sum
+// (gradient.cpp). Elsewhere comparisons against an arange make one-hot masks (tinygrad's way).
 #include "kiln/error.h"
 #include "tensor/tensor_impl.h"
 
 namespace kiln {
 namespace {
 
+void check_index_dtype(const Tensor& index, const char* op) {
+  if (!index.dtype().is_int()) throw_error(op, ": index tensors must be integers, got ", index.dtype().name());
+}
+
 // index == arange(n) along a new last axis: (..., n) bool
 Tensor one_hot_mask(const Tensor& index, int64_t n) {
-  if (index.dtype().is_float() || index.dtype().is_bool())
-    throw_error("index tensors must be integers, got ", index.dtype().name());
+  check_index_dtype(index, "one_hot");
   Shape s(static_cast<size_t>(index.ndim()), 1);
   s.push_back(n);
   return index.unsqueeze(-1).eq(Tensor::arange(0, static_cast<double>(n), 1, index.dtype()).reshape(s));
@@ -38,6 +42,7 @@ Tensor Tensor::gather(int axis, const Tensor& index) const {
   if (index.ndim() != ndim())
     throw_error("gather: index ", shape_to_string(index.shape()), " must have as many dims as the input ",
                 shape_to_string(shape()));
+  check_index_dtype(index, "gather");
   Pairs keep;
   for (int64_t d = 0; d < ndim(); d++) {
     if (d != a && index.shape()[d] > shape()[d])
@@ -45,18 +50,23 @@ Tensor Tensor::gather(int axis, const Tensor& index) const {
                   shape_to_string(shape()), " along axis ", d);
     keep.push_back({0, d == a ? shape()[d] : index.shape()[d]});
   }
-  // x: (..., 1 at a, ..., n) against mask (..., index.shape[a] at a, ..., n)
-  Tensor x = shrink(keep).unsqueeze(-1).transpose(-1, a);
-  return one_hot_mask(index, shape()[a]).where(x, x.const_like(0)).sum({-1}).cast(dtype());
+  // Indices outside [0, n) read 0: PyTorch raises, which a lazy kernel cannot, and a gated load
+  // never reads out of bounds.
+  return Tensor(UOp::make(Ops::GATHER, dtype(), {shrink(keep).uop(), index.uop()}, int64_t{a}));
 }
 
 Tensor Tensor::index_select(int axis, const Tensor& index) const {
   const int a = normalize_axis(axis, "index_select");
   if (index.ndim() != 1) throw_error("index_select: expected a 1-D index, got ", shape_to_string(index.shape()));
-  // move the axis last, pick with a one-hot matmul-like masked sum, move it back
-  Tensor x = transpose(a, -1).unsqueeze(-2);                       // (..., 1, n)
-  Tensor picked = one_hot_mask(index, shape()[a]).where(x, x.const_like(0)).sum({-1});  // (..., k)
-  return picked.cast(dtype()).transpose(a, -1);
+  check_index_dtype(index, "index_select");
+  // negative indices count from the end, as Python's; the rest outside [0, n) read 0 (gather)
+  const int64_t n = shape()[a];
+  // (narrow indices widen first: index + n must not wrap around in int8)
+  Tensor i = index.dtype().itemsize() < 4 ? index.cast(dtypes::int32) : index;
+  Tensor wrapped = i.dtype().is_unsigned() ? i : i.lt(0).where(i + n, i);
+  Shape along(static_cast<size_t>(ndim()), 1), out = shape();
+  along[a] = out[a] = index.shape()[0];
+  return gather(a, wrapped.reshape(along).expand(out));
 }
 
 Tensor Tensor::scatter(int axis, const Tensor& index, const Tensor& src) const {
@@ -72,6 +82,7 @@ Tensor Tensor::scatter(int axis, const Tensor& index, const Tensor& src) const {
     to_index.push_back({0, index.shape()[d]});
     pad_to_self.push_back({0, d == a ? 0 : shape()[d] - index.shape()[d]});
   }
+  if (index.numel() == 0) return *this;  // nothing lands anywhere
   // (..., k at a, ..., n): which target position each source element goes to, and its value
   Tensor vals = src.cast(dtype()).shrink(to_index).pad(pad_to_self).unsqueeze(-1);
   pad_to_self.push_back({0, 0});
@@ -93,15 +104,8 @@ Tensor Tensor::scatter(int axis, const Tensor& index, const Tensor& src) const {
 Tensor Tensor::masked_fill(const Tensor& mask, double value) const {
   return mask.cast(dtypes::bool_).where(scalar_like(*this, value), *this);
 }
-
-Tensor Tensor::cumsum(int axis) const {
-  const int a = normalize_axis(axis, "cumsum");
-  int64_t n = shape()[a];
-  if (n == 0) return *this;
-  // windows of n ending at each position over a zero-padded copy: out[i] = sum(x[i-n+1..i])
-  Pairs before(static_cast<size_t>(ndim()), {0, 0});
-  before.back() = {n - 1, 0};
-  return transpose(a, -1).pad(before).pool({n}, {1}, {1}).sum({-1}).transpose(a, -1);
+Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const {
+  return mask.cast(dtypes::bool_).where(value.cast(dtype()), *this);
 }
 
 Tensor Tensor::tril(int64_t diagonal) const { return triangle(*this, diagonal, false); }

@@ -19,6 +19,20 @@ Tensor Tensor::std(std::vector<int> axes, bool keepdim, double correction) const
   return var(reduce_axes(*this, axes, "std"), keepdim, correction).sqrt();
 }
 
+std::pair<Tensor, Tensor> Tensor::var_mean(std::vector<int> axes, bool keepdim, double correction) const {
+  return {var(axes, keepdim, correction), mean(axes, keepdim)};
+}
+std::pair<Tensor, Tensor> Tensor::std_mean(std::vector<int> axes, bool keepdim, double correction) const {
+  return {std(axes, keepdim, correction), mean(axes, keepdim)};
+}
+
+Tensor Tensor::normalize(double p, int dim, double eps) const {
+  int d = normalize_axis(dim, "normalize");
+  // p = 0 counts the nonzero elements (tinygrad's and PyTorch's "norm")
+  Tensor norm = p == 0 ? ne(0).sum({d}, true) : abs().pow(p).sum({d}, true).pow(1 / p);
+  return *this / norm.maximum(eps);
+}
+
 Tensor Tensor::batchnorm(const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, const Tensor& mean,
                          const Tensor& invstd, std::vector<int> axes) const {
   // statistics of shape (C,) broadcast along `axes` of this

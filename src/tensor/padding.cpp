@@ -2,6 +2,7 @@
 // movement ops (shrink, flip, expand) and one cat per padded axis, so it costs index math, not a
 // kernel of its own, and its gradient is derived like any other view's.
 #include <algorithm>
+#include <cmath>
 
 #include "kiln/error.h"
 #include "tensor/tensor_impl.h"
@@ -54,6 +55,9 @@ Tensor Tensor::pad(const Pairs& padding, PadMode mode, double value) const {
                 padding.size());
   if (mode != PadMode::constant && value != 0)
     throw_error("pad: a fill value only goes with mode constant, got mode ", mode_name(mode), " and value ", value);
+  // A fill an integer or bool tensor cannot hold (0.5, -inf) makes the result float, as tinygrad's.
+  if (mode == PadMode::constant && !dtype().is_float() && !(std::isfinite(value) && value == std::trunc(value)))
+    return cast(dtypes::default_float).pad(padding, mode, value);
   // negative amounts crop: grow by the positive ones first, then cut
   Pairs grow, cut;
   for (auto [b, a] : padding) grow.push_back({std::max<int64_t>(b, 0), std::max<int64_t>(a, 0)});

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <numeric>
+#include <optional>
 #include <unordered_set>
 
 #include "kiln/device.h"
@@ -50,20 +51,44 @@ Pairs ceil_mode_pads(const Shape& in, const Pairs& pads, const Shape& k, const S
   return out;
 }
 
+// Windows of kernel k, stride s and dilation d fit the last k.size() axes of `shape` (the input as
+// padded); errors name `op`, the user's call.
+void check_windows(const Shape& shape, const Shape& k, const Shape& s, const Shape& d, std::string_view op) {
+  const size_t nk = k.size();
+  if (shape.size() < nk) throw_error(op, ": cannot take ", nk, "-d windows of shape ", shape_to_string(shape));
+  for (size_t i = 0; i < nk; i++) {
+    if (k[i] < 1 || s[i] < 1 || d[i] < 1)
+      throw_error(op, ": kernel, stride and dilation must be >= 1, got ", k[i], ", ", s[i], ", ", d[i]);
+    const int64_t in = shape[shape.size() - nk + i];
+    if (d[i] * (k[i] - 1) + 1 > in)
+      throw_error(op, ": window ", k[i], " (dilation ", d[i], ") is larger than the input's ", in, " along axis ",
+                  shape.size() - nk + i, " of ", shape_to_string(shape), " (padding included)");
+  }
+}
+
+Shape padded_shape(const Shape& shape, const Pairs& pads) {
+  Shape r = shape;
+  for (size_t i = 0; i < pads.size(); i++) r[r.size() - pads.size() + i] += pads[i].first + pads[i].second;
+  return r;
+}
+
+// The one-size forms follow PyTorch, which has no cropping: negative padding is an error there, and
+// a pool's padding is at most half its kernel.
+void check_padding(int padding, const char* op, std::optional<int> pool_kernel = {}) {
+  if (padding < 0)
+    throw_error(op, ": padding must be >= 0, got ", padding, " (the per-axis (before, after) form crops)");
+  if (pool_kernel && padding > *pool_kernel / 2)
+    throw_error(op, ": padding ", padding, " is more than half the kernel size ", *pool_kernel, " (at most ",
+                *pool_kernel / 2, ")");
+}
+
 }  // namespace
 
 Tensor Tensor::pool(const Shape& k, const Shape& s, const Shape& d) const {
+  check_windows(shape(), k, s, d, "pool");
   const size_t nk = k.size(), lead = shape().size() - nk;
-  if (shape().size() < nk) throw_error("pool: cannot take ", nk, "-d windows of shape ", shape_to_string(shape()));
   Shape in = spatial(shape(), nk), o(nk);
-  for (size_t i = 0; i < nk; i++) {
-    if (k[i] < 1 || s[i] < 1 || d[i] < 1)
-      throw_error("pool: kernel, stride and dilation must be >= 1, got ", k[i], ", ", s[i], ", ", d[i]);
-    if (d[i] * (k[i] - 1) + 1 > in[i])
-      throw_error("pool: window ", k[i], " (dilation ", d[i], ") is larger than the input's ", in[i], " along axis ",
-                  lead + i, " of ", shape_to_string(shape()));
-    o[i] = ceil_div(in[i] - d[i] * (k[i] - 1), s[i]);
-  }
+  for (size_t i = 0; i < nk; i++) o[i] = ceil_div(in[i] - d[i] * (k[i] - 1), s[i]);
   Shape noop(shape().begin(), shape().begin() + static_cast<int64_t>(lead));
   auto with_lead = [&](const Shape& tail) {
     Shape r = noop;
@@ -384,16 +409,17 @@ Tensor with_conv_gradient(const Tensor& r, const Tensor& xp, const Tensor& w, co
 
 // Convolution with per-axis strides, dilations and (possibly negative, asymmetric) padding.
 Tensor conv(const Tensor& x_in, const Tensor& w, const std::optional<Tensor>& bias, const Shape& stride,
-            const Shape& dilation, const Pairs& padding, int64_t groups) {
+            const Shape& dilation, const Pairs& padding, int64_t groups, const char* op) {
   if (x_in.ndim() < 3 || w.ndim() != x_in.ndim())
-    throw_error("conv2d: expected input (N, C, spatial...) and weight (O, C/groups, kernel...) of equal rank, got ",
+    throw_error(op, ": expected input (N, C, spatial...) and weight (O, C/groups, kernel...) of equal rank, got ",
                 shape_to_string(x_in.shape()), " and ", shape_to_string(w.shape()));
   const int64_t cin_total = x_in.shape()[1], cout = w.shape()[0], cin = w.shape()[1];
   if (groups < 1 || cin * groups != cin_total || cout % groups != 0)
-    throw_error("conv2d: input ", shape_to_string(x_in.shape()), " has ", cin_total, " channels but weight ",
+    throw_error(op, ": input ", shape_to_string(x_in.shape()), " has ", cin_total, " channels but weight ",
                 shape_to_string(w.shape()), " with groups=", groups, " expects ", cin * groups,
                 " (and out channels divisible by groups)");
   const size_t nk = static_cast<size_t>(w.ndim() - 2);
+  check_windows(padded_shape(x_in.shape(), padding), spatial(w.shape(), nk), stride, dilation, op);
   const bool padded = std::any_of(padding.begin(), padding.end(), [](auto p) { return p.first > 0 || p.second > 0; });
   Tensor xp = pad_spatial(x_in, padding);
   const ConvForm form = conv_form(xp, w, stride, dilation, groups);
@@ -402,7 +428,7 @@ Tensor conv(const Tensor& x_in, const Tensor& w, const std::optional<Tensor>& bi
   if (!Tensor::no_grad) r = with_conv_gradient(r, xp, w, stride, dilation, groups);
   if (!bias) return r;
   if (bias->shape() != Shape{cout})
-    throw_error("conv2d: expected a bias of shape (", cout, "), got ", shape_to_string(bias->shape()));
+    throw_error(op, ": expected a bias of shape (", cout, "), got ", shape_to_string(bias->shape()));
   Shape bs_shape{1, cout};
   bs_shape.insert(bs_shape.end(), nk, 1);
   return r + bias->reshape(bs_shape);
@@ -412,6 +438,7 @@ Tensor conv(const Tensor& x_in, const Tensor& w, const std::optional<Tensor>& bi
 
 Tensor Tensor::conv2d(const Tensor& weight, std::optional<Tensor> bias, int stride, int padding, int dilation,
                       int groups) const {
+  check_padding(padding, "conv2d");
   const size_t nk = weight.ndim() >= 2 ? static_cast<size_t>(weight.ndim() - 2) : 0;
   return conv2d(weight, bias, Shape(nk, stride), symmetric(padding, nk), Shape(nk, dilation), groups);
 }
@@ -421,11 +448,12 @@ Tensor Tensor::conv2d(const Tensor& weight, std::optional<Tensor> bias, const Sh
   const size_t nk = weight.ndim() >= 2 ? static_cast<size_t>(weight.ndim() - 2) : 0;
   return conv(*this, weight, bias, per_axis(stride, nk, int64_t{1}, "conv2d", "a stride"),
               per_axis(dilation, nk, int64_t{1}, "conv2d", "a dilation"),
-              per_axis(padding, nk, {int64_t{0}, int64_t{0}}, "conv2d", "(before, after) padding"), groups);
+              per_axis(padding, nk, {int64_t{0}, int64_t{0}}, "conv2d", "(before, after) padding"), groups, "conv2d");
 }
 
 Tensor Tensor::conv_transpose2d(const Tensor& weight, std::optional<Tensor> bias, int stride, int padding,
                                 int dilation, int groups, int output_padding) const {
+  check_padding(padding, "conv_transpose2d");
   const size_t nk = weight.ndim() >= 2 ? static_cast<size_t>(weight.ndim() - 2) : 0;
   return conv_transpose2d(weight, bias, Shape(nk, stride), symmetric(padding, nk), Shape(nk, dilation), groups,
                           Shape(nk, output_padding));
@@ -451,7 +479,7 @@ Tensor Tensor::conv_transpose2d(const Tensor& weight, std::optional<Tensor> bias
   Pairs pads;
   for (size_t i = 0; i < nk; i++)
     pads.push_back({(k[i] - 1) * d[i] - p[i].first, (k[i] - 1) * d[i] - p[i].second + out_pad[i]});
-  return conv(x, transposed_weight(weight, groups), bias, Shape(nk, 1), d, pads, groups);
+  return conv(x, transposed_weight(weight, groups), bias, Shape(nk, 1), d, pads, groups, op);
 }
 
 namespace {
@@ -470,6 +498,21 @@ struct Window {
       throw_error(op, ": expected 1 to ", x.ndim(), " kernel sizes for input ", shape_to_string(x.shape()), ", got ",
                   kernel.size());
     if (stride.empty()) s = k;
+    check_windows(padded_shape(x.shape(), pads), k, s, d, op);
+    check_windows_see_input(spatial(x.shape(), k.size()), op);
+  }
+  // A window over padding only would give -inf (max) or 0 / 0 (an average): PyTorch has none (its
+  // padding is at most half the kernel, and ceil mode's extra windows start inside the input).
+  void check_windows_see_input(const Shape& in, const char* op) const {
+    for (size_t i = 0; i < k.size(); i++) {
+      const int64_t span = d[i] * (k[i] - 1) + 1, n = ceil_div(in[i] + pads[i].first + pads[i].second - span + 1, s[i]);
+      for (int64_t j = 0; j < n; j++) {
+        const int64_t start = j * s[i] - pads[i].first, first = std::max<int64_t>(0, ceil_div(-start, d[i]));
+        if (first >= k[i] || start + first * d[i] >= in[i])
+          throw_error(op, ": window ", j, " along spatial axis ", i, " covers padding only (kernel ", k[i], ", dilation ",
+                      d[i], ", stride ", s[i], ", padding (", pads[i].first, ", ", pads[i].second, "))");
+      }
+    }
   }
   std::vector<int> axes() const {
     std::vector<int> r;
@@ -508,6 +551,7 @@ bool reads_channels_last(const Tensor& x) {
 }  // namespace
 
 Tensor Tensor::max_pool2d(int kernel, std::optional<int> stride, int padding, int dilation, bool ceil_mode) const {
+  check_padding(padding, "max_pool2d", kernel);
   return max_pool2d(Shape(2, kernel), Shape(2, stride.value_or(kernel)), symmetric(padding, 2), Shape(2, dilation),
                     ceil_mode);
 }
@@ -553,8 +597,50 @@ std::pair<Tensor, Tensor> Tensor::max_pool2d_with_indices(const Shape& kernel, c
   return {values, last_nan.gt(0).where(last_nan - 1, index)};
 }
 
+Tensor Tensor::max_unpool2d(const Tensor& indices, const Shape& kernel, const Shape& stride, const Pairs& padding,
+                            const Shape& dilation, const Shape& output_size) const {
+  if (ndim() < 3 || static_cast<int64_t>(kernel.size()) != ndim() - 2)
+    throw_error("max_unpool2d: expected an input (N, C, spatial...) and a kernel size per spatial axis, got input ",
+                shape_to_string(shape()), " and kernel ", shape_to_string(kernel));
+  if (indices.shape() != shape() || indices.dtype().is_float() || indices.dtype().is_bool())
+    throw_error("max_unpool2d: expected integer indices of the input's shape ", shape_to_string(shape()), ", got ",
+                indices.dtype().name(), " ", shape_to_string(indices.shape()));
+  // (not a Window: those check that the windows fit this tensor, but this is the pool's output)
+  const size_t nk = kernel.size();
+  const char* op = "max_unpool2d";
+  const Shape& k = kernel;
+  const Shape s = stride.empty() ? kernel : per_axis(stride, nk, int64_t{1}, op, "a stride");
+  const Shape d = per_axis(dilation, nk, int64_t{1}, op, "a dilation");
+  const Pairs pads = per_axis(padding, nk, {int64_t{0}, int64_t{0}}, op, "(before, after) padding");
+  for (size_t i = 0; i < nk; i++)
+    if (k[i] < 1 || s[i] < 1 || d[i] < 1)
+      throw_error(op, ": kernel, stride and dilation must be >= 1, got ", k[i], ", ", s[i], ", ", d[i]);
+  const Shape in = spatial(shape(), nk);
+  Shape out;
+  if (output_size.size() >= nk) out = spatial(output_size, nk);
+  else if (!output_size.empty())
+    throw_error("max_unpool2d: output_size ", shape_to_string(output_size), " has fewer than ", nk, " spatial sizes");
+  else  // the input size a pool with these windows takes to this size
+    for (size_t i = 0; i < nk; i++)
+      out.push_back((in[i] - 1) * s[i] - (pads[i].first + pads[i].second) + d[i] * (k[i] - 1) + 1);
+  for (int64_t o : out)
+    if (o < 1) throw_error("max_unpool2d: the output size ", shape_to_string(out), " must be positive");
+  // Each output position takes the value whose index names it, 0 where none does. Overlapping
+  // windows can name one input twice (the same value): the max keeps it once, as PyTorch's.
+  const int64_t n = kiln::prod(out), batch = shape()[0], channels = shape()[1];
+  Tensor positions = Tensor::arange(0, static_cast<double>(n), 1, indices.dtype()).reshape({1, 1, n, 1});
+  Tensor x = reshape({batch, channels, 1, -1});
+  Tensor hit = indices.reshape(x.shape()).eq(positions);
+  Tensor lowest = x.const_like(dtype().is_float() ? -INFINITY : dtype().min_value());
+  Tensor placed = hit.any({3}).where(hit.where(x, lowest).max({3}), 0);
+  Shape result{batch, channels};
+  result.insert(result.end(), out.begin(), out.end());
+  return placed.reshape(result);
+}
+
 Tensor Tensor::avg_pool2d(int kernel, std::optional<int> stride, int padding, int dilation, bool ceil_mode,
                           bool count_include_pad) const {
+  check_padding(padding, "avg_pool2d", kernel);
   return avg_pool2d(Shape(2, kernel), Shape(2, stride.value_or(kernel)), symmetric(padding, 2), Shape(2, dilation),
                     ceil_mode, count_include_pad);
 }

@@ -38,17 +38,19 @@ Tensor iota(int64_t n) {
   return (starts + offsets).reshape({blocks * kBlock}).shrink({{0, n}});
 }
 
-// `n` uniform doubles in [0, 1) with 53 random bits each (lazy), and the counter moved past them.
-Tensor uniform_doubles(int64_t n) {
+// `n` uniformly random uint64s (lazy), and the counter moved past them.
+Tensor random_bits(int64_t n) {
   std::lock_guard lock(realize_mutex());  // one draw at a time: each reads the counter the last one left
   Tensor& state = rng_state();
   Tensor seed = state.shrink({{0, 1}}), counter = state.shrink({{1, 2}});
   Tensor index = iota(n) + counter;
   Tensor bits = splitmix64(seed.bitwise_xor(splitmix64(index)));
-  Tensor u = bits.rshift(11).cast(dtypes::float64) * 0x1.0p-53;
   state.assign(Tensor::cat({seed, counter + static_cast<uint64_t>(n)})).realize();
-  return u;
+  return bits;
 }
+
+// `n` uniform doubles in [0, 1) with 53 random bits each (lazy).
+Tensor uniform_doubles(int64_t n) { return random_bits(n).rshift(11).cast(dtypes::float64) * 0x1.0p-53; }
 
 // Box-Muller over pairs of uniforms: element i uses draws 2i and 2i+1.
 Tensor standard_normal_doubles(int64_t n) {
@@ -107,8 +109,12 @@ Tensor Tensor::randint(Shape shape, int64_t low, int64_t high, DType dtype) {
   check_shape(shape, "randint");
   if (!dtype.is_int()) throw_error("randint: expected an integer dtype, got ", dtype.name());
   if (low >= high) throw_error("randint: expected low < high, got low ", low, " and high ", high);
-  Tensor u = uniform_doubles(kiln::prod(shape));
-  return ((u * static_cast<double>(high - low)).floor() + static_cast<double>(low)).cast(dtype).reshape(shape);
+  // From the integer bits, any range exactly (a scaled float has too few bits for wide ranges); the
+  // remainder favours the lowest 2^64 mod range values, each by range / 2^64 at most. Unsigned
+  // arithmetic wraps, so low + offset lands on the right int64 for any low < high.
+  const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
+  Tensor offset = random_bits(kiln::prod(shape)) % range;
+  return (offset + static_cast<uint64_t>(low)).bitcast(dtypes::int64).cast(dtype).reshape(shape);
 }
 
 Tensor Tensor::kaiming_uniform(Shape shape, double a, DType dtype) {

@@ -25,21 +25,20 @@ Tensor accumulate(const Tensor& x, Ops op, std::vector<int> axes, bool keepdim) 
   return x.cast(sum_dtype(d)).reduce(op, std::move(axes), keepdim);
 }
 
-// An order-reversing bijection of the dtype's values, so min(x) is its inverse of max of it:
-// -x for floats, ~x for integers (-x overflows at a signed type's minimum), not for bools.
+}  // namespace
+
 Tensor reverse_order(const Tensor& x) {
   if (x.dtype().is_bool()) return x.logical_not();
   if (x.dtype().is_float()) return x.neg();
   return x.bitwise_not();
 }
 
-}  // namespace
-
 std::vector<int> reduce_axes(const Tensor& t, const std::vector<int>& axes, std::string_view op) {
   std::vector<int> out;
   if (axes.empty())
     for (int i = 0; i < t.ndim(); i++) out.push_back(i);
   for (int a : axes) {
+    if (t.ndim() == 0 && (a == 0 || a == -1)) continue;  // a 0-d tensor's one implicit axis (PyTorch)
     int axis = t.normalize_axis(a, op);
     if (std::find(out.begin(), out.end(), axis) != out.end())
       throw_error(op, ": axes ", shape_to_string(Shape(axes.begin(), axes.end())), " name axis ", axis, " twice");
@@ -118,6 +117,11 @@ Tensor Tensor::softmax(int axis) const {
   Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
   Tensor e = (x - x.max({a}, true)).exp();
   return e * e.sum({a}, true).reciprocal();  // one division per row (as PyTorch), not per element
+}
+
+Tensor Tensor::softmin(int axis) const {
+  int a = normalize_axis(axis, "softmin");
+  return (-(dtype().is_float() ? *this : cast(dtypes::default_float))).softmax(a);
 }
 
 Tensor Tensor::log_softmax(int axis) const {

@@ -76,11 +76,33 @@ std::vector<std::shared_ptr<TensorImpl>> TensorRegistry::live() {
 
 void TensorRegistry::apply(const std::unordered_map<const UOp*, UOpRef>& becomes) {
   if (becomes.empty()) return;
-  for (const auto& t : unsettled()) {
+  GraphChanges changes;
+  for (auto& t : unsettled()) {
     UOpRef u = t->uop();
-    if (auto it = becomes.find(u.get()); it != becomes.end()) t->set_uop(it->second);
-    else if (!schedule::is_buffer_view(u.get())) t->set_uop(substitute(u, becomes));
+    if (auto it = becomes.find(u.get()); it != becomes.end()) changes.emplace_back(std::move(t), it->second);
+    else if (!schedule::is_buffer_view(u.get())) changes.emplace_back(std::move(t), substitute(u, becomes));
   }
+  keep_gradient_paths(changes);
+  for (auto& [t, u] : changes) t->set_uop(std::move(u));
+}
+
+void TensorRegistry::track_for_gradients(const std::shared_ptr<TensorImpl>& t) {
+  std::lock_guard lock(mu_);
+  gradient_tracked_.push_back(t);
+}
+
+std::vector<std::shared_ptr<TensorImpl>> TensorRegistry::tracked_for_gradients() {
+  std::vector<std::shared_ptr<TensorImpl>> out, dropped;  // let go after the lock, as in unsettled()
+  std::unordered_set<const TensorImpl*> seen;  // requires_grad_ off and on again lists a tensor twice
+  std::lock_guard lock(mu_);
+  std::erase_if(gradient_tracked_, [&](const std::weak_ptr<TensorImpl>& w) {
+    std::shared_ptr<TensorImpl> t = w.lock();
+    if (!t) return true;
+    const bool tracked = (t->requires_grad || t->origin) && seen.insert(t.get()).second;
+    (tracked ? out : dropped).push_back(std::move(t));
+    return !tracked;
+  });
+  return out;
 }
 
 std::unordered_set<const UOp*> TensorRegistry::in_use(const std::unordered_map<const UOp*, UOpRef>& becomes) {

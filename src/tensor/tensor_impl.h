@@ -30,6 +30,12 @@ struct TensorImpl : std::enable_shared_from_this<TensorImpl> {
   bool requires_grad = false;  // set on leaves by requires_grad_()
   bool grad_enabled = true;    // false when made under Tensor::no_grad
   std::optional<Tensor> grad;
+  // The graph a realize replaced by `realized` (this tensor's graph then), kept while a gradient can
+  // flow through it: backward() reads the graph where the tensor's graph is still `realized`.
+  struct Origin {
+    UOpRef realized, graph;
+  };
+  std::optional<Origin> origin;
 
  private:
   friend class TensorRegistry;
@@ -64,6 +70,10 @@ class TensorRegistry {
   // The realized nodes (keys of `becomes`) that some live tensor's graph refers to.
   std::unordered_set<const UOp*> in_use(const std::unordered_map<const UOp*, UOpRef>& becomes);
   static const std::shared_ptr<TensorImpl>& impl_of(const Tensor& t) { return t.impl_; }
+  // Tensors that require a gradient or keep an origin (autograd.cpp): what a realize must keep
+  // gradient paths to. Empty in programs that never ask for gradients, which then pay nothing.
+  void track_for_gradients(const std::shared_ptr<TensorImpl>& t);
+  std::vector<std::shared_ptr<TensorImpl>> tracked_for_gradients();
 
  private:
   friend struct TensorImpl;
@@ -75,7 +85,13 @@ class TensorRegistry {
   std::mutex mu_;
   TensorImpl* first_ = nullptr;
   std::vector<std::weak_ptr<TensorImpl>> unsettled_;
+  std::vector<std::weak_ptr<TensorImpl>> gradient_tracked_;
 };
+
+// Called by realize with each tensor's graph before and after: tensors a gradient can flow through
+// keep their old graph as their origin (autograd.cpp).
+using GraphChanges = std::vector<std::pair<std::shared_ptr<TensorImpl>, UOpRef>>;
+void keep_gradient_paths(const GraphChanges& changes);
 
 // `axis` as an index into `ndim` axes (negative ones count from the end). Out of range, it throws
 // an error that starts with `op` and shows `shape`, the tensor the axis refers to.
@@ -84,6 +100,10 @@ int axis_index(int axis, int64_t ndim, std::string_view op, const Shape& shape);
 // The axes a reduction named `op` works on: each normalized, sorted, none twice; none given means
 // all. Public reductions call it first, so a bad axis is reported under the name the user called.
 std::vector<int> reduce_axes(const Tensor& t, const std::vector<int>& axes, std::string_view op);
+
+// An order-reversing bijection of the dtype's values, so min(x) is its inverse of max of it:
+// -x for floats, ~x for integers (-x overflows at a signed type's minimum), not for bools.
+Tensor reverse_order(const Tensor& x);
 
 // `shape` with its one -1 (if any) inferred so it holds `numel` elements; errors start with `what`.
 Shape resolve_shape(Shape shape, int64_t numel, const std::string& what);

@@ -19,7 +19,7 @@ bool is_index_int(const UOp* u) { return u->dtype == dtypes::index; }
 void verify_tensor_graph(const UOpRef& root) {
   static constexpr OpSet allowed = group::Elementwise | group::Movement |
                                    OpSet{Ops::BUFFER, Ops::CONST, Ops::REDUCE, Ops::CONTIGUOUS, Ops::DETACH,
-                                         Ops::COPY, Ops::SINK};
+                                         Ops::COPY, Ops::GATHER, Ops::SINK};
   for (const UOp* u : root->toposort()) {
     if (!allowed.has(u->op)) reject("tensor", u, "not a tensor-graph op");
     if (u->op != Ops::SINK && !u->shape()) reject("tensor", u, "has no shape");

@@ -475,6 +475,19 @@ void UOp::compute_shape_unchecked() {
       shape_ = out;
       return;
     }
+    case Ops::GATHER: {  // out[..i..] = src[..index[..i..] at axis..]: the index's shape, else the source's
+      const Shape &from = src_shape(0), &index = src_shape(1);
+      const int64_t axis = arg_as<int64_t>();
+      if (index.size() != from.size() || axis < 0 || axis >= static_cast<int64_t>(from.size()))
+        throw_error("GATHER: axis ", axis, " of ", shape_to_string(from), " indexed by ", shape_to_string(index));
+      for (size_t d = 0; d < from.size(); d++)
+        if (static_cast<int64_t>(d) != axis && index[d] != from[d])
+          throw_error("GATHER: index ", shape_to_string(index), " differs from the source ", shape_to_string(from),
+                      " outside axis ", axis);
+      if (!src[1]->dtype.is_int()) throw_error("GATHER: the index must be an integer, got ", src[1]->dtype.name());
+      shape_ = index;
+      return;
+    }
     case Ops::FLIP: case Ops::CONTIGUOUS: case Ops::DETACH: case Ops::COPY:
       if (!src.empty() && src[0]->shape()) shape_ = src[0]->shape();
       return;

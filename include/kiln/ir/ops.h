@@ -15,6 +15,7 @@ namespace kiln {
   /* vectors */ X(VECTORIZE) X(GEP)                                                        \
   /* movement */ X(RESHAPE) X(PERMUTE) X(EXPAND) X(PAD) X(SHRINK) X(FLIP)             \
   /* tensor-graph hints */ X(CONTIGUOUS) X(DETACH)                                      \
+  /* tensor-graph indexed read: GATHER(src, index), arg = axis */ X(GATHER)             \
   /* reduce */ X(REDUCE)                                                                \
   /* unary */ X(CAST) X(BITCAST) X(EXP) X(EXP2) X(LOG) X(LOG2) X(SIN) X(COS) X(SQRT)       \
   X(RECIPROCAL) X(NEG) X(TRUNC)                                                         \

@@ -33,6 +33,18 @@ struct Conv2d {
   Tensor weight;
   std::optional<Tensor> bias;
   int64_t stride, padding, dilation, groups;
+
+ protected:
+  // a kernel of `spatial_dims` axes, each kernel_size long (Conv1d's one axis)
+  Conv2d(size_t spatial_dims, int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride,
+         int64_t padding, bool bias, int64_t dilation, int64_t groups);
+};
+
+// (N, C, L) inputs, weight (out_channels, in_channels/groups, kernel_size): as tinygrad's, a Conv2d
+// with a one-axis kernel.
+struct Conv1d : Conv2d {
+  Conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride = 1, int64_t padding = 0,
+         bool bias = true, int64_t dilation = 1, int64_t groups = 1);
 };
 
 struct ConvTranspose2d {
@@ -44,6 +56,17 @@ struct ConvTranspose2d {
   Tensor weight;
   std::optional<Tensor> bias;
   int64_t stride, padding, output_padding, dilation, groups;
+
+ protected:
+  ConvTranspose2d(size_t spatial_dims, int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride,
+                  int64_t padding, int64_t output_padding, bool bias, int64_t dilation, int64_t groups);
+};
+
+// (N, C, L) inputs, weight (in_channels, out_channels/groups, kernel_size)
+struct ConvTranspose1d : ConvTranspose2d {
+  ConvTranspose1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride = 1,
+                  int64_t padding = 0, int64_t output_padding = 0, bool bias = true, int64_t dilation = 1,
+                  int64_t groups = 1);
 };
 
 // Batch statistics while Tensor::training (and the running statistics are updated), the running
@@ -112,11 +135,14 @@ std::vector<Tensor> get_parameters(const Model& model) {
 }
 
 // Copies `state` into the model's tensors. Missing, unexpected or mis-shaped keys are an error
-// that names them all (strict), or are skipped (not strict, mis-shapes are still errors).
-void load_state_dict_into(const StateDict& model_state, const StateDict& state, bool strict = true);
+// that names them all (strict), or are skipped (not strict, mis-shapes are still errors). A tensor
+// whose dtype differs from the model's is an error too (it names the key and both dtypes), unless
+// `cast` asks to convert it to the model's dtype.
+void load_state_dict_into(const StateDict& model_state, const StateDict& state, bool strict = true,
+                          bool cast = false);
 template <class Model>
-void load_state_dict(Model& model, const StateDict& state, bool strict = true) {
-  load_state_dict_into(get_state_dict(model), state, strict);
+void load_state_dict(Model& model, const StateDict& state, bool strict = true, bool cast = false) {
+  load_state_dict_into(get_state_dict(model), state, strict, cast);
 }
 
 // Applies each layer in turn (tinygrad's Tensor.sequential).

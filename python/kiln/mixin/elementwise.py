@@ -2,7 +2,7 @@
 tinygrad's rule (below); the C++ op then broadcasts and promotes both sides."""
 from __future__ import annotations
 from kiln._core import _kiln
-from kiln.dtype import DType, dtypes
+from kiln.dtype import DType, dtypes, fits
 from kiln.mixin.base import TensorBase
 
 def _python_scalar(x):
@@ -37,16 +37,34 @@ class ElementwiseMixin(TensorBase):
 
   def _operand(self, x) -> _kiln.Tensor:
     """`x` as a C++ tensor to combine with self. A scalar takes self's dtype when self is float, or
-    when both are integers; otherwise its own (int -> default_int, float -> default_float), so
-    `int_tensor * 0.5` is float and `float_tensor * 2` stays float16/32/64."""
+    when both are integers and self's dtype holds it; otherwise its own (int -> default_int, or int64
+    if it needs it; float -> default_float), so `int_tensor * 0.5` is float, `float_tensor * 2` stays
+    float16/32/64 and `int32_tensor + 2**40` is int64 (never a wrapped value)."""
     if isinstance(x, TensorBase): return x._t
     x = _python_scalar(x)
-    own = self.dtype.is_float or (self.dtype.is_int and isinstance(x, int))
+    own = self.dtype.is_float or (self.dtype.is_int and isinstance(x, int) and fits(x, self.dtype))
     return _scalar(x, self.dtype if own else None)
 
   # ***** binary *****
   add, sub, mul = _binary("add"), _binary("sub"), _binary("mul")
-  div = _binary("div", "True division: integer inputs give a float result.")
+  _true_div = _binary("div", "True division: integer inputs give a float result.")
+  def div(self, x, reverse=False, rounding_mode=None):
+    """True division (integer inputs give a float result), or with rounding_mode "trunc" (toward zero)
+    or "floor" (as //), where integer inputs keep their dtype."""
+    if rounding_mode is None: return self._true_div(x, reverse)
+    a, b = self._t, x._t if isinstance(x, TensorBase) else self._operand(x)
+    return self._wrap(b.div(a, rounding_mode) if reverse else a.div(b, rounding_mode))
+  fmod = _binary("fmod", "C's remainder: it takes the dividend's sign (torch.fmod).")
+  copysign = _binary("copysign", "|self| with the sign of x (-0.0 counts as negative).")
+  logaddexp = _binary("logaddexp", "log(exp(self) + exp(x)), without overflow.")
+  def lerp(self, end, weight):
+    """self + (end - self) * weight (weight: a tensor or a number)."""
+    return self._wrap(self._t.lerp(end._t, weight._t if isinstance(weight, TensorBase) else float(weight)))
+  def isclose(self, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan=False):
+    """|self - other| <= atol + rtol * |other| (bool); infinities are close to equal ones, NaNs only with equal_nan."""
+    return self._wrap(self._t.isclose(self._operand(other), rtol, atol, equal_nan))
+  def allclose(self, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan=False):
+    return self._wrap(self._t.allclose(self._operand(other), rtol, atol, equal_nan))
   idiv = _binary("idiv", "Floor division (Python's and PyTorch's //); integer division by zero gives 0.")
   mod = _binary("mod", "The remainder with the divisor's sign (Python's and PyTorch's %).")
   def pow(self, x, reverse=False):
@@ -57,8 +75,16 @@ class ElementwiseMixin(TensorBase):
   def isfinite(self): return self._wrap(self._t.isfinite())
   bitwise_and, bitwise_or, bitwise_xor = _binary("bitwise_and"), _binary("bitwise_or"), _binary("bitwise_xor")
   def bitwise_not(self): return self._wrap(self._t.bitwise_not())
-  def lshift(self, x: int): return self._wrap(self._t.lshift(x))
-  def rshift(self, x: int): return self._wrap(self._t.rshift(x))
+  def _shift(self, name: str, x, reverse: bool):
+    if isinstance(x, int) and not isinstance(x, bool) and not reverse: return self._wrap(getattr(self._t, name)(x))
+    a, b = self._t, self._operand(x)
+    return self._wrap(getattr(b, name)(a) if reverse else getattr(a, name)(b))
+  def lshift(self, x, reverse=False):
+    """self << x for integer tensors; x is a number or a tensor of shifts."""
+    return self._shift("lshift", x, reverse)
+  def rshift(self, x, reverse=False):
+    """self >> x for integer tensors (arithmetic for signed ones); x is a number or a tensor of shifts."""
+    return self._shift("rshift", x, reverse)
   maximum, minimum = _binary("maximum"), _binary("minimum")
   def clip(self, min_=None, max_=None):
     if min_ is None and max_ is None: raise RuntimeError("clip: at least one of min_ or max_ must not be None")
@@ -98,21 +124,32 @@ class ElementwiseMixin(TensorBase):
   def floor(self): return self._wrap(self._t.floor())
   def ceil(self): return self._wrap(self._t.ceil())
   def round(self): return self._wrap(self._t.round())
+  def log10(self): return self._wrap(self._t.log10())
+  def sinh(self): return self._wrap(self._t.sinh())
+  def cosh(self): return self._wrap(self._t.cosh())
+  def asinh(self): return self._wrap(self._t.asinh())
+  def acosh(self): return self._wrap(self._t.acosh())
+  def atanh(self): return self._wrap(self._t.atanh())
+  def asin(self): return self._wrap(self._t.asin())
+  def acos(self): return self._wrap(self._t.acos())
+  def atan(self): return self._wrap(self._t.atan())
 
   # ***** operators *****
   def __neg__(self): return self.neg()
   __add__, __radd__ = add, _reversed(add)
   __sub__, __rsub__ = sub, _reversed(sub)
   __mul__, __rmul__ = mul, _reversed(mul)
-  __truediv__, __rtruediv__ = div, _reversed(div)
+  __truediv__, __rtruediv__ = _true_div, _reversed(_true_div)
   __floordiv__, __rfloordiv__ = idiv, _reversed(idiv)
   __mod__, __rmod__ = mod, _reversed(mod)
   __and__, __rand__ = bitwise_and, _reversed(bitwise_and)
   __or__, __ror__ = bitwise_or, _reversed(bitwise_or)
   __xor__, __rxor__ = bitwise_xor, _reversed(bitwise_xor)
   def __invert__(self): return self.bitwise_not()
-  def __lshift__(self, x: int): return self.lshift(x)
-  def __rshift__(self, x: int): return self.rshift(x)
+  def __lshift__(self, x): return self.lshift(x)
+  def __rshift__(self, x): return self.rshift(x)
+  def __rlshift__(self, x): return self.lshift(x, True)
+  def __rrshift__(self, x): return self.rshift(x, True)
   def __pow__(self, x): return self.pow(x)
   def __rpow__(self, x): return self.pow(x, True)
   __lt__, __le__, __gt__, __ge__ = lt, le, gt, ge

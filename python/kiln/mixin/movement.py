@@ -67,15 +67,34 @@ class MovementMixin(TensorBase):
   # ***** indexing with tensors *****
   def gather(self, dim: int, index): return self._wrap(self._t.gather(dim, index._t))
   def scatter(self, dim: int, index, src, reduce: str | None = None):
-    """A copy with `src` (a tensor or a scalar) placed at `index` along dim; a later index wins."""
-    if reduce is not None: raise NotImplementedError("scatter: reduce= is not supported yet")
+    """A copy with `src` (a tensor or a scalar) placed at `index` along dim; a later index wins, or
+    with reduce='add' / 'multiply' each combines with the value already there."""
     if not isinstance(src, TensorBase): src = index.full_like(src, dtype=self.dtype)
-    return self._wrap(self._t.scatter(dim, index._t, src._t))
-  def masked_fill(self, mask, value): return self._wrap(self._t.masked_fill(mask._t, value))
+    if reduce is None: return self._wrap(self._t.scatter(dim, index._t, src._t))
+    return self._wrap(self._t.scatter(dim, index._t, src._t, reduce))
+  def scatter_reduce(self, dim: int, index, src, reduce: str, include_self: bool = True):
+    """src combined into the positions `index` names along dim: 'sum', 'prod', 'mean', 'amax' or 'amin'."""
+    return self._wrap(self._t.scatter_reduce(dim, index._t, src._t, reduce, include_self))
+  def masked_select(self, mask, size: int | None = None, fill_value=0):
+    """The elements where `mask` is true, as one axis. Without `size` the mask is read to count them
+    (not jittable); with it, the first `size` of them padded with fill_value."""
+    return self._wrap(self._t.masked_select(mask._t, size, fill_value))
+  def nonzero(self, size: int | None = None, fill_value: int = 0):
+    """(n, ndim) int32 coordinates of the nonzero elements; `size` as masked_select's."""
+    return self._wrap(self._t.nonzero(size, fill_value))
+  def masked_fill(self, mask, value):
+    """value (a number, or a tensor broadcast against self) where mask is true."""
+    return self._wrap(self._t.masked_fill(mask._t, value._t if isinstance(value, TensorBase) else value))
   def one_hot(self, num_classes: int = -1):
     """int32 with a new last axis; num_classes=-1 takes the largest value + 1 (reads the data)."""
     if num_classes == -1: num_classes = int(self.max().item()) + 1
     return self._wrap(self._t.one_hot(num_classes))
   def cumsum(self, axis: int = 0): return self._wrap(self._t.cumsum(axis))
+  def cumprod(self, axis: int): return self._wrap(self._t.cumprod(axis))
+  def cummax(self, axis: int = 0):
+    """(running max, int32 index of the element it came from: the last among equals, as PyTorch)."""
+    return tuple(self._wrap(t) for t in self._t.cummax(axis))
+  def cummin(self, axis: int = 0): return tuple(self._wrap(t) for t in self._t.cummin(axis))
+  def logcumsumexp(self, axis: int = 0): return self._wrap(self._t.logcumsumexp(axis))
   def tril(self, diagonal: int = 0): return self._wrap(self._t.tril(diagonal))
   def triu(self, diagonal: int = 0): return self._wrap(self._t.triu(diagonal))

@@ -18,26 +18,41 @@ class NNMixin(TensorBase):
     """NCHW input, (out, in/groups, kH, kW) weight; also 1-D and 3-D (any spatial rank)."""
     x = self if dtype is None else self.cast(dtype)
     dims = max(weight.ndim - 2, 0)
-    return self._wrap(x._t.conv2d(weight._t, raw(bias), per_axis(stride, dims, "stride"), pool_pads(padding, dims),
-                                  per_axis(dilation, dims, "dilation"), groups))
+    return self._wrap(x._t.conv2d(weight._t, raw(bias), per_axis(stride, dims, "stride"),
+                                  pool_pads(padding, dims, "conv2d"), per_axis(dilation, dims, "dilation"), groups))
   def conv_transpose2d(self, weight, bias=None, groups=1, stride=1, dilation=1, padding=0, output_padding=0):
     dims = max(weight.ndim - 2, 0)
     return self._wrap(self._t.conv_transpose2d(weight._t, raw(bias), per_axis(stride, dims, "stride"),
-                                               pool_pads(padding, dims), per_axis(dilation, dims, "dilation"), groups,
+                                               pool_pads(padding, dims, "conv_transpose2d"), per_axis(dilation, dims, "dilation"), groups,
                                                per_axis(output_padding, dims, "output_padding")))
-  def _window(self, kernel_size, stride, dilation, padding):
-    """A pool's kernel, stride, padding and dilation per spatial axis (as many axes as kernel sizes)."""
+  def _window(self, kernel_size, stride, dilation, padding, op="pool"):
+    """A pool's kernel, stride, padding and dilation per spatial axis (as many axes as kernel sizes).
+    A one-int padding is PyTorch's form: at most half of each kernel size."""
     k = make_tuple(kernel_size, 2)
+    if isinstance(padding, int) and any(padding > ks // 2 for ks in k):
+      raise _kiln.KilnError(f"{op}: padding {padding} is more than half the kernel size {min(k)} (at most {min(k) // 2})")
     return (list(k), per_axis(k if stride is None else stride, len(k), "stride"), pool_pads(padding, len(k)),
             per_axis(dilation, len(k), "dilation"))
   def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode=False, return_indices=False):
     """With return_indices, also each maximum's index into the flattened spatial axes (int32)."""
     if return_indices:
-      values, indices = self._t.max_pool2d_with_indices(*self._window(kernel_size, stride, dilation, padding), ceil_mode)
+      values, indices = self._t.max_pool2d_with_indices(*self._window(kernel_size, stride, dilation, padding, "max_pool2d"),
+                                                        ceil_mode)
       return self._wrap(values), self._wrap(indices)
-    return self._wrap(self._t.max_pool2d(*self._window(kernel_size, stride, dilation, padding), ceil_mode))
+    return self._wrap(self._t.max_pool2d(*self._window(kernel_size, stride, dilation, padding, "max_pool2d"), ceil_mode))
+  def max_unpool2d(self, indices, kernel_size=(2, 2), stride=None, dilation=1, padding=0, output_size=None):
+    """Inverse of max_pool2d(return_indices=True): each value at its index, zeros elsewhere; any number
+    of spatial axes (all but the first two)."""
+    k = make_tuple(kernel_size, self.ndim - 2)
+    return self._wrap(self._t.max_unpool2d(indices._t, list(k), per_axis(k if stride is None else stride, len(k), "stride"),
+                                           pool_pads(padding, len(k)), per_axis(dilation, len(k), "dilation"),
+                                           [] if output_size is None else list(output_size)))
+  def interpolate(self, size, mode: str = "linear", align_corners: bool = False):
+    """Resizes the last len(size) axes: 'linear' (bi-, trilinear for more axes), 'nearest' or 'nearest-exact'."""
+    if not isinstance(size, (tuple, list)): raise TypeError(f"interpolate: size must be a tuple or list of ints, got {size!r}")
+    return self._wrap(self._t.interpolate(list(size), mode, align_corners))
   def avg_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode=False, count_include_pad=True):
-    return self._wrap(self._t.avg_pool2d(*self._window(kernel_size, stride, dilation, padding), ceil_mode,
+    return self._wrap(self._t.avg_pool2d(*self._window(kernel_size, stride, dilation, padding, "avg_pool2d"), ceil_mode,
                                          count_include_pad))
 
   def batchnorm(self, weight, bias, mean, invstd, axis: int | tuple[int, ...] = 1):
@@ -56,7 +71,14 @@ class NNMixin(TensorBase):
     return functools.reduce(lambda x, f: f(x), ll, self)
 
   # ***** activations *****
-  def gelu(self): return self._wrap(self._t.gelu())
+  def gelu(self, approximate: str = "tanh"):
+    """approximate="tanh" (tinygrad's default) or "none" (the exact form, with erf)."""
+    return self._wrap(self._t.gelu(approximate))
+  def hardsigmoid(self, alpha: float = 1/6, beta: float = 0.5): return self._wrap(self._t.hardsigmoid(alpha, beta))
+  def softsign(self): return self._wrap(self._t.softsign())
+  def celu(self, alpha: float = 1.0): return self._wrap(self._t.celu(alpha))
+  def selu(self, alpha: float = 1.67326, gamma: float = 1.0507): return self._wrap(self._t.selu(alpha, gamma))
+  def logsigmoid(self): return self._wrap(self._t.logsigmoid())
   def quick_gelu(self): return self._wrap(self._t.quick_gelu())
   def silu(self): return self._wrap(self._t.silu())
   def swish(self): return self._wrap(self._t.swish())

@@ -30,6 +30,13 @@ class ReduceMixin(TensorBase):
   def all(self, axis=None, keepdim=False): return self._reduce("all", axis, keepdim)
   def var(self, axis=None, keepdim=False, correction=1): return self._reduce("var", axis, keepdim, correction)
   def std(self, axis=None, keepdim=False, correction=1): return self._reduce("std", axis, keepdim, correction)
+  def var_mean(self, axis=None, keepdim=False, correction=1):
+    return self.var(axis, keepdim, correction), self.mean(axis, keepdim)
+  def std_mean(self, axis=None, keepdim=False, correction=1):
+    return self.std(axis, keepdim, correction), self.mean(axis, keepdim)
+  def normalize(self, p: float = 2.0, dim: int = 1, eps: float = 1e-12):
+    """self divided by its p-norm along dim (at least eps), as torch.nn.functional.normalize."""
+    return self._wrap(self._t.normalize(p, dim, eps))
 
   def argmax(self, axis=None, keepdim=False):
     """The first index of the maximum (int32); axis=None: of the flattened tensor."""
@@ -40,6 +47,7 @@ class ReduceMixin(TensorBase):
     return self._wrap(self._t.argmin(axis, keepdim))
 
   def softmax(self, axis=-1, dtype: DType | str | None = None): return self._wrap(self._with_dtype(dtype)._t.softmax(axis))
+  def softmin(self, axis=-1, dtype: DType | str | None = None): return self._wrap(self._with_dtype(dtype)._t.softmin(axis))
   def log_softmax(self, axis=-1, dtype: DType | str | None = None):
     return self._wrap(self._with_dtype(dtype)._t.log_softmax(axis))
   def logsumexp(self, axis=None, keepdim=False):

@@ -3,6 +3,7 @@ arguments and attribute names. Parameters require gradients from creation; a lay
 read and assigned as attributes (`layer.weight`), and belong to the C++ layer, so C++ and Python
 see one tensor."""
 from __future__ import annotations
+import copy
 from kiln._core import _kiln
 from kiln.helpers import make_tuple, prod
 from kiln.tensor import Tensor
@@ -23,6 +24,18 @@ class Layer:
   __slots__ = ("_layer",)
 
   def __init__(self, layer): object.__setattr__(self, "_layer", layer)
+  def _state_dict(self) -> dict[str, _kiln.Tensor]:
+    """The C++ layer's tensors (a sorted map) in the order its binding declares them: tinygrad's
+    attribute order (weight before bias)."""
+    rank = {name: i for i, name in enumerate(type(self._layer).__dict__)}
+    return dict(sorted(self._layer.state_dict().items(), key=lambda kv: rank.get(kv[0], len(rank))))
+  def __deepcopy__(self, memo):
+    """A layer holding copies of this one's tensors (and of a Python subclass's attributes)."""
+    out = memo[id(self)] = object.__new__(type(self))
+    object.__setattr__(out, "_layer", self._layer.__copy__())  # shares the tensors until replaced below
+    for name, t in self._state_dict().items(): setattr(out._layer, name, copy.deepcopy(layer_tensor(t), memo)._t)
+    if hasattr(self, "__dict__"): out.__dict__.update(copy.deepcopy(self.__dict__, memo))
+    return out
   def __call__(self, x: Tensor) -> Tensor: return Tensor._wrap(self._layer(x._t))
   def __getattr__(self, name: str):
     if name == "_layer": raise AttributeError(name)  # not constructed yet
@@ -65,6 +78,11 @@ class Conv2d(PerAxisConv):
     if "kernel_size" not in self.__dict__: return super().__call__(x)
     return x.conv2d(self.weight, self.bias, self.groups, self.stride, self.dilation, self.padding)
 
+def Conv1d(in_channels: int, out_channels: int, kernel_size: int, stride=1, padding=0, dilation=1, groups=1,
+           bias: bool = True) -> Conv2d:
+  """(N, C, L) convolution: as tinygrad's, a Conv2d with a one-axis kernel."""
+  return Conv2d(in_channels, out_channels, (kernel_size,), stride, padding, dilation, groups, bias)
+
 class ConvTranspose2d(PerAxisConv):
   """Weight (in_channels, out_channels/groups, *kernel_size); sizes as Conv2d's."""
   def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0, dilation=1,
@@ -82,6 +100,11 @@ class ConvTranspose2d(PerAxisConv):
     if "kernel_size" not in self.__dict__: return super().__call__(x)
     return x.conv_transpose2d(self.weight, self.bias, self.groups, self.stride, self.dilation, self.padding,
                               self.output_padding)
+
+def ConvTranspose1d(in_channels: int, out_channels: int, kernel_size: int, stride=1, padding=0, output_padding=0,
+                    dilation=1, groups=1, bias: bool = True) -> ConvTranspose2d:
+  return ConvTranspose2d(in_channels, out_channels, (kernel_size,), stride, padding, output_padding, dilation, groups,
+                         bias)
 
 class BatchNorm(Layer):
   """Normalizes axis 1 of (N, C, ...): batch statistics while Tensor.training (updating the running

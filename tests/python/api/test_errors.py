@@ -25,7 +25,6 @@ x = Tensor.ones(2, 3)
   (lambda: Tensor.rand(3, dtype=dtypes.int32), "rand: expected a float dtype"),
   (lambda: Tensor([1, 2]).requires_grad_(), "only float tensors can require gradients"),
   (lambda: (x * 2).backward(), "backward: expected a tensor with one element"),
-  (lambda: (x * 2).sum().backward(), "backward: nothing this tensor depends on requires a gradient"),
   (lambda: x.assign(Tensor.ones(2, 3, dtype=dtypes.int32)), "assign: expected a value of dtype float32"),
   (lambda: x.to("GPU"), "GPU"),
   (lambda: safe_load("/nonexistent/model.safetensors"), "/nonexistent/model.safetensors"),

@@ -263,6 +263,15 @@ def test_load_state_dict_errors():
   load_state_dict(model, state, strict=False, consume=True)
   assert model.weight.dtype == dtypes.float32 and model.weight.tolist() == [[1.0] * 3] * 2 and list(state) == ["extra"]
 
+def test_load_state_dict_of_another_dtype_raises_with_cast_false():
+  model = nn.Linear(2, 1)
+  state = {"weight": Tensor([[0.5, -2.0]], dtype=dtypes.float16), "bias": Tensor([3.0])}
+  with pytest.raises(KilnError, match=r"keys of another dtype: weight \(model float32, given float16\)"):
+    load_state_dict(model, state, cast=False)
+  load_state_dict(model, state)  # tinygrad loads it too; kiln converts to the model's dtype (exactly, here)
+  assert model.weight.dtype == dtypes.float32
+  np.testing.assert_array_equal(model.weight.numpy(), np.array([[0.5, -2.0]], np.float32))
+
 def write_idx(path, array):
   codes = {np.dtype(np.uint8): 0x08, np.dtype(np.int32): 0x0C, np.dtype(np.float32): 0x0D}
   header = struct.pack(">HBB", 0, codes[array.dtype], array.ndim) + struct.pack(f">{array.ndim}I", *array.shape)

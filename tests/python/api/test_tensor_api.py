@@ -274,15 +274,15 @@ def test_device():
   with pytest.raises(KilnError, match="NOPE"): Device["NOPE"]
 
 def test_context_overrides_settings():
-  assert _kiln.getenv_int("KILN_TEST_SETTING", 0) == 0
-  with Context(KILN_TEST_SETTING=3, KILN_TEST_FLAG=True):
-    assert _kiln.getenv_int("KILN_TEST_SETTING", 0) == 3 and _kiln.getenv_int("KILN_TEST_FLAG", 0) == 1
-    with Context(KILN_TEST_SETTING=5): assert _kiln.getenv_int("KILN_TEST_SETTING", 0) == 5
-    assert _kiln.getenv_int("KILN_TEST_SETTING", 0) == 3
-  assert _kiln.getenv_int("KILN_TEST_SETTING", 0) == 0
+  assert _kiln.getenv_int("LOCALS", 0) == 0
+  with Context(LOCALS=3, NOOPT=True):
+    assert _kiln.getenv_int("LOCALS", 0) == 3 and _kiln.getenv_int("NOOPT", 0) == 1
+    with Context(LOCALS=5): assert _kiln.getenv_int("LOCALS", 0) == 5
+    assert _kiln.getenv_int("LOCALS", 0) == 3
+  assert _kiln.getenv_int("LOCALS", 0) == 0
 
-  @Context(KILN_TEST_SETTING=7)
-  def read(): return _kiln.getenv_int("KILN_TEST_SETTING", 0)
+  @Context(LOCALS=7)
+  def read(): return _kiln.getenv_int("LOCALS", 0)
   assert read() == 7
 
 def test_getenv(monkeypatch):
