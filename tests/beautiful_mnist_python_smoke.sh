@@ -8,14 +8,7 @@ set -euo pipefail
 python="$1"
 script="$2"
 work="$3"
-data="${KILN_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}"
-if [ ! -d "$data" ]; then
-  echo "skipped: no Fashion-MNIST in $data (sudo apt-get install dataset-fashion-mnist)"
-  exit 77
-fi
-rm -rf "$work"
-mkdir -p "$work"
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/mnist_test_setup.sh"
 
 STEPS=20 BS=128 TEST_EVERY=20 TEST_EXAMPLES=1000 PLOT="$work/loss.png" "$python" "$script" 2>&1 | tr '\r' '\n' |
   tee "$work/out.txt" || fail "the example exited with $?"

@@ -8,16 +8,9 @@
 set -euo pipefail
 exe="$1"
 work="$2"
-data="${KILN_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}"
-if [ ! -d "$data" ]; then
-  echo "skipped: no Fashion-MNIST in $data (sudo apt-get install dataset-fashion-mnist)"
-  exit 77
-fi
-rm -rf "$work"
-mkdir -p "$work"
+source "$(dirname "$0")/mnist_test_setup.sh"
 tiny=(--steps 2 --batch-size 16 --test-examples 32 --epochs 1)
 
-fail() { echo "FAIL: $*"; exit 1; }
 # Runs the program, expecting it to fail with a message containing $1; its output is in $work/out.txt.
 expect_error() {
   local phrase="$1"

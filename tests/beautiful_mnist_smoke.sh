@@ -6,17 +6,10 @@
 set -euo pipefail
 exe="$1"
 work="$2"
-data="${KILN_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}"
-if [ ! -d "$data" ]; then
-  echo "skipped: no Fashion-MNIST in $data (sudo apt-get install dataset-fashion-mnist)"
-  exit 77
-fi
-rm -rf "$work"
-mkdir -p "$work"
+source "$(dirname "$0")/mnist_test_setup.sh"
 ckpt="$work/ckpt/model.safetensors"  # in a directory that does not exist yet
 tiny=(--steps 2 --batch-size 16 --test-examples 32 --checkpoint "$ckpt")
 
-fail() { echo "FAIL: $*"; exit 1; }
 # The safetensors header (JSON, near the start of the file) holds the metadata. (grep -c reads
 # all its input: grep -q could exit first and fail the pipeline on head's SIGPIPE.)
 has_metadata() { head -c 16384 "$ckpt" | grep -ac "\"$1\":\"$2\"" > /dev/null; }
