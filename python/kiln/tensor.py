@@ -15,6 +15,7 @@ from kiln.dtype import DType, dtypes, fits, int_dtype_for, int_range, to_dtype, 
 from kiln.helpers import argfix
 from kiln.indexing import getitem
 from kiln.mixin.elementwise import ElementwiseMixin
+from kiln.mixin.hashing import HashingMixin
 from kiln.mixin.movement import MovementMixin
 from kiln.mixin.nn import NNMixin
 from kiln.mixin.rearrange import RearrangeMixin
@@ -70,7 +71,8 @@ def _data_dtype(data, dtype: DType | None) -> DType:
   if flat and all(isinstance(x, bool) for x in flat): return dtypes.bool
   return int_dtype_for(min(ints), max(ints)) if flat and len(ints) == len(flat) else dtypes.default_float
 
-class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, RearrangeMixin, SortMixin, NNMixin, metaclass=_TensorMeta):
+class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, RearrangeMixin, SortMixin, NNMixin, HashingMixin,
+             metaclass=_TensorMeta):
   # _requires_grad: tinygrad's three states. The C++ flag is on or off; None ("not said", which an
   # optimizer turns on) and False ("not a parameter", e.g. running statistics) live here.
   __slots__ = ("_t", "_requires_grad", "__weakref__")

@@ -2,6 +2,7 @@
 lists come as *args or one sequence, as tinygrad's (`reshape(2, 3)` or `reshape((2, 3))`)."""
 from __future__ import annotations
 from kiln._core import _kiln
+from kiln.dtype import dtypes
 from kiln.helpers import argfix, pairs_from_flat
 from kiln.mixin.base import TensorBase
 
@@ -83,8 +84,9 @@ class MovementMixin(TensorBase):
     """(n, ndim) int32 coordinates of the nonzero elements; `size` as masked_select's."""
     return self._wrap(self._t.nonzero(size, fill_value))
   def masked_fill(self, mask, value):
-    """value (a number, or a tensor broadcast against self) where mask is true."""
-    return self._wrap(self._t.masked_fill(mask._t, value._t if isinstance(value, TensorBase) else value))
+    """value (a number, or a tensor broadcast against self) where mask is true: tinygrad's
+    mask.where(value, self), so the dtypes promote as in `self + value` (an int tensor filled with -inf is float)."""
+    return (mask if mask.dtype == dtypes.bool else mask.bool()).where(value, self)
   def one_hot(self, num_classes: int = -1):
     """int32 with a new last axis; num_classes=-1 takes the largest value + 1 (reads the data)."""
     if num_classes == -1: num_classes = int(self.max().item()) + 1

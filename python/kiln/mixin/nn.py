@@ -69,6 +69,20 @@ class NNMixin(TensorBase):
   def sequential(self, ll: list):
     """Applies each callable of `ll` in turn."""
     return functools.reduce(lambda x, f: f(x), ll, self)
+  def newton_schulz(self, steps: int, params: tuple, eps: float = 1.0e-7):
+    """`steps` iterations of G <- sum_i params[i] * (G G^T)^i G on the last two axes, from self scaled to
+    Frobenius norm 1 (Muon's orthogonalization); a tall matrix goes through its transpose so G G^T is the
+    smaller product."""
+    if self.ndim < 2: raise ValueError(f"newton_schulz: expected a tensor of 2 or more dims, got shape {self.shape}")
+    if self.shape[-2] > self.shape[-1]: return self.transpose(-2, -1).newton_schulz(steps, params, eps).transpose(-2, -1)
+    g = self / (self.square().sum(axis=(-2, -1), keepdim=True).sqrt() + eps)
+    for _ in range(steps):
+      gram, term, terms = g @ g.transpose(-2, -1), g, []
+      for i, p in enumerate(params):
+        if i: term = gram @ term
+        terms.append(term * p)
+      g = functools.reduce(lambda a, b: a + b, terms)
+    return g
 
   # ***** activations *****
   def gelu(self, approximate: str = "tanh"):
