@@ -14,6 +14,7 @@
 //   float64  rtol 1e-10, atol 1e-12
 //   float16  rtol 1e-3, atol 1e-3   (10-bit mantissa: half an ulp is ~4.9e-4 relative)
 //   bfloat16 rtol 1e-2, atol 1e-2   (7-bit mantissa: half an ulp is ~3.9e-3 relative)
+//   fp8      rtol = atol = half an ulp relative: 2^-4 for e4m3 (3-bit mantissa), 2^-3 for e5m2 (2 bits)
 //   integers and bool: exact (rtol 0, atol 0); integer results wrap like the C++ type.
 #include <gtest/gtest.h>
 
@@ -472,6 +473,7 @@ inline ref::NdArray random_for(kiln::DType dt, const ref::Shape& s, uint64_t see
   if (dt.is_bool()) return ref::random_int(s, seed, 0, 1);
   if (dt.is_unsigned()) return ref::random_int(s, seed, unsigned_lo, 100);
   if (dt.is_int()) return ref::random_int(s, seed, -100, 100);
+  if (dt.is_fp8()) return ref::random_grid(s, seed, -2, 2, 0.25);  // exact with a 2-bit mantissa
   return ref::random_grid(s, seed, -8, 8, 0.25);
 }
 
@@ -493,6 +495,12 @@ inline Tol tol_for(DType dt) {
       return {1e-4, 1e-5};
     case kiln::ScalarType::Float64:
       return {1e-10, 1e-12};
+    case kiln::ScalarType::Fp8E4M3:
+    case kiln::ScalarType::Fp8E4M3FNUZ:
+      return {0x1p-4, 0x1p-4};
+    case kiln::ScalarType::Fp8E5M2:
+    case kiln::ScalarType::Fp8E5M2FNUZ:
+      return {0x1p-3, 0x1p-3};
     default:
       return {0, 0};
   }
@@ -550,8 +558,8 @@ std::vector<T> converted(const std::vector<double>& v) {
   return out;
 }
 
-// A kiln tensor holding `a` (converted to `dt`). float16/bfloat16 have no C++ element type: they are
-// created as float32 and cast.
+// A kiln tensor holding `a` (converted to `dt`). float16/bfloat16/fp8s have no C++ element type: they
+// are created as float32 and cast.
 inline Tensor make(const NdArray& a, DType dt = kiln::dtypes::float32) {
   const auto& d = a.data;
   switch (dt.scalar) {
@@ -575,6 +583,10 @@ inline Tensor make(const NdArray& a, DType dt = kiln::dtypes::float32) {
       return Tensor::from_vector<uint64_t>(converted<uint64_t>(d), a.shape);
     case kiln::ScalarType::Float16:
     case kiln::ScalarType::BFloat16:
+    case kiln::ScalarType::Fp8E4M3:
+    case kiln::ScalarType::Fp8E5M2:
+    case kiln::ScalarType::Fp8E4M3FNUZ:
+    case kiln::ScalarType::Fp8E5M2FNUZ:
       return Tensor::from_vector<float>(converted<float>(d), a.shape).cast(dt);
     case kiln::ScalarType::Float32:
       return Tensor::from_vector<float>(converted<float>(d), a.shape);
@@ -600,7 +612,7 @@ std::vector<double> as_doubles(const std::vector<T>& v) {
 }
 
 // Reads any tensor back as doubles, through to_vector<T> with T the tensor's exact element type
-// (float16/bfloat16 are cast to float32 first).
+// (float16/bfloat16/fp8s are cast to float32 first).
 inline std::vector<double> read(const Tensor& t) {
   switch (t.dtype().scalar) {
     case kiln::ScalarType::Bool:
@@ -623,6 +635,10 @@ inline std::vector<double> read(const Tensor& t) {
       return as_doubles(t.to_vector<uint64_t>());
     case kiln::ScalarType::Float16:
     case kiln::ScalarType::BFloat16:
+    case kiln::ScalarType::Fp8E4M3:
+    case kiln::ScalarType::Fp8E5M2:
+    case kiln::ScalarType::Fp8E4M3FNUZ:
+    case kiln::ScalarType::Fp8E5M2FNUZ:
       return as_doubles(t.cast(kiln::dtypes::float32).to_vector<float>());
     case kiln::ScalarType::Float32:
       return as_doubles(t.to_vector<float>());

@@ -25,6 +25,7 @@ void bind_dtype(py::module_& m) {
   m.def("all_dtypes", &dtypes::all, "every scalar dtype, bool first");
   m.def("dtype_from_name", &dtypes::from_name, "the dtype called `name` (\"float32\", \"int8\", ...), or None");
   m.def("least_upper_dtype", &dtypes::least_upper, "the dtype both convert to without loss (tinygrad's lattice)");
+  m.def("finfo", &dtypes::finfo, "(exponent bits, mantissa bits) of a float dtype");
 }
 
 }  // namespace kiln::python

@@ -47,8 +47,8 @@ Tensor from_numpy(const py::array& array) {
   }
 }
 
-// Realizes the tensor and copies it into a new array of the same shape (bfloat16, which NumPy
-// lacks, is cast by the package first).
+// Realizes the tensor and copies it into a new array of the same shape (bfloat16 and fp8s, which NumPy
+// lacks, are cast by the package first).
 py::array to_numpy(const Tensor& t) {
   std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
   py::array out(py::dtype(t.dtype().name()), shape);

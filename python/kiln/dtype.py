@@ -16,6 +16,10 @@ class dtypes:
   int8, int16, int32, int64 = _named("int8"), _named("int16"), _named("int32"), _named("int64")
   uint8, uint16, uint32, uint64 = _named("uint8"), _named("uint16"), _named("uint32"), _named("uint64")
   float16, bfloat16, float32, float64 = _named("float16"), _named("bfloat16"), _named("float32"), _named("float64")
+  # 8-bit floats: OCP e4m3 (no inf) and e5m2, and the fnuz variants (no inf, no -0, NaN is 0x80)
+  fp8e4m3, fp8e5m2, fp8e4m3fnuz, fp8e5m2fnuz = _named("fp8e4m3"), _named("fp8e5m2"), _named("fp8e4m3fnuz"), _named("fp8e5m2fnuz")
+  fp8_ocp, fp8_fnuz = (fp8e4m3, fp8e5m2), (fp8e4m3fnuz, fp8e5m2fnuz)
+  fp8s = fp8_ocp + fp8_fnuz
   # tinygrad's C-style aliases
   char, short, int, long = int8, int16, int32, int64
   uchar, ushort, uint, ulong = uint8, uint16, uint32, uint64
@@ -38,6 +42,10 @@ class dtypes:
     if isinstance(x, builtins.int): return int_dtype_for(x, x)
     if isinstance(x, builtins.float): return dtypes.default_float
     raise TypeError(f"no dtype for a Python {type(x).__name__}")
+  @staticmethod
+  def finfo(x: DType) -> tuple[builtins.int, builtins.int]:
+    """(exponent bits, mantissa bits) of a float dtype, as tinygrad's."""
+    return _kiln.finfo(x)
   @staticmethod
   def fields() -> dict[str, DType]: return {d.name: d for d in _kiln.all_dtypes()}
   @staticmethod
@@ -74,6 +82,10 @@ def least_upper_dtype(*ds: DType) -> DType:
   return out
 
 def to_numpy_dtype(x: DType):
-  """NumPy's dtype of the same name (None for bfloat16, which NumPy lacks)."""
+  """NumPy's dtype of the same name (None for bfloat16 and the fp8s, which NumPy lacks)."""
   import numpy as np
-  return None if x == dtypes.bfloat16 else np.dtype(x.name)
+  return None if x == dtypes.bfloat16 or x in dtypes.fp8s else np.dtype(x.name)
+
+def storage_dtype(x: DType) -> DType:
+  """The unsigned integer dtype of x's size: how a dtype NumPy lacks travels as bits (pickling)."""
+  return {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}[x.itemsize]

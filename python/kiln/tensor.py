@@ -11,7 +11,7 @@ from contextlib import ContextDecorator
 from typing import Callable
 from kiln._core import _kiln
 from kiln.device import Device
-from kiln.dtype import DType, dtypes, fits, int_dtype_for, int_range, to_dtype, to_numpy_dtype
+from kiln.dtype import DType, dtypes, fits, int_dtype_for, int_range, storage_dtype, to_dtype, to_numpy_dtype
 from kiln.helpers import argfix
 from kiln.indexing import getitem
 from kiln.mixin.elementwise import ElementwiseMixin
@@ -44,7 +44,7 @@ def _from_python(data, dtype: DType | None) -> _kiln.Tensor:
   if isinstance(data, bytes): data = np.frombuffer(data, dtype=np.uint8)
   if isinstance(data, (bool, int, float, list, tuple)):
     dtype = _data_dtype(data, dtype)
-    # bfloat16 has no NumPy type: go through float32 and cast on the device
+    # bfloat16 and the fp8s have no NumPy type: go through float32 and cast on the device
     data = np.array(data, dtype=to_numpy_dtype(dtype) or np.float32)
   if not isinstance(data, np.ndarray): raise TypeError(f"can't create a Tensor from {type(data).__name__}")
   if dtype is not None and (np_dtype := to_numpy_dtype(dtype)) is not None: data = data.astype(np_dtype, copy=False)
@@ -133,14 +133,16 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, RearrangeMixin, SortM
     return f"<Tensor {self.shape} {self.dtype!r} on {self.device} with grad {grad}>"
   def __reduce__(self):
     """Pickling and copy.deepcopy: the data's bytes with dtype, shape, device and requires_grad."""
-    data = (self.bitcast(dtypes.uint16) if self.dtype == dtypes.bfloat16 else self).numpy()  # NumPy has no bfloat16
+    # NumPy has no bfloat16 or fp8: their bits travel as unsigned integers
+    data = (self if to_numpy_dtype(self.dtype) else self.bitcast(storage_dtype(self.dtype))).numpy()
     return Tensor._unpickle, (data.tobytes(), self.dtype.name, self.shape, self.device, self.requires_grad)
   @staticmethod
   def _unpickle(data: bytes, dtype: str, shape: tuple, device: str, requires_grad: bool | None) -> Tensor:
     import numpy as np
     dtype = to_dtype(dtype)
-    t = _from_python(np.frombuffer(data, dtype=to_numpy_dtype(dtype) or np.uint16).reshape(shape), None)
-    return Tensor._create(t.bitcast(dtype) if dtype == dtypes.bfloat16 else t, device, requires_grad)
+    native = to_numpy_dtype(dtype)
+    t = _from_python(np.frombuffer(data, dtype=native or to_numpy_dtype(storage_dtype(dtype))).reshape(shape), None)
+    return Tensor._create(t if native else t.bitcast(dtype), device, requires_grad)
   def __hash__(self): return id(self)  # __eq__ builds a tensor, so hash by identity as tinygrad
   def __bool__(self): raise TypeError("__bool__ on Tensor is not defined")
   def __len__(self) -> int:
@@ -168,7 +170,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, RearrangeMixin, SortM
     them). Runs nothing."""
     return self._t.schedule()
   def numpy(self):
-    if self.dtype == dtypes.bfloat16: return self.float().numpy()
+    if to_numpy_dtype(self.dtype) is None: return self.float().numpy()  # bfloat16, fp8s: as tinygrad, float32
     return self._t.numpy()
   def data(self) -> memoryview: return memoryview(self.numpy())
   def tolist(self): return self.numpy().tolist()

@@ -15,6 +15,7 @@
 #include <unordered_set>
 
 #include "kiln/error.h"
+#include "uop/fp8_codec.h"
 
 namespace kiln::renderer {
 namespace {
@@ -26,7 +27,12 @@ DType mask_type(DType d) { return DType(d.itemsize() == 8 ? ScalarType::Int64 : 
 constexpr int kMaxInlineDepth = 16;
 
 bool is_half(DType d) { return d.scalar == ScalarType::Float16 || d.scalar == ScalarType::BFloat16; }
-std::string half_suffix(DType d) { return d.scalar == ScalarType::Float16 ? "half" : "bf16"; }
+// 16- and 8-bit floats compute in float registers and are stored as their bit patterns, converted by
+// kiln_<suffix>_to_float and kiln_float_to_<suffix>.
+bool is_narrow(DType d) { return is_half(d) || d.is_fp8(); }
+std::string narrow_suffix(DType d) {
+  return d.is_fp8() ? fp8_format(d).suffix : d.scalar == ScalarType::Float16 ? "half" : "bf16";
+}
 
 // Needs only KILN_BITCAST from the language's preamble and C types every C-like language has.
 const char* kHalfPreamble = R"(static inline float kiln_half_to_float(unsigned short h) {
@@ -58,6 +64,21 @@ static inline unsigned short kiln_float_to_bf16(float f) {
 }
 )";
 
+// The fp8 codec and one pair of conversions per fp8 format; like kHalfPreamble, plain C over KILN_BITCAST.
+std::string fp8_preamble() {
+  std::string s = kFp8CodecSource;
+  for (DType d : {dtypes::fp8e4m3, dtypes::fp8e5m2, dtypes::fp8e4m3fnuz, dtypes::fp8e5m2fnuz}) {
+    const Fp8Format& f = fp8_format(d);
+    const std::string args =
+        ", " + std::to_string(f.man) + ", " + std::to_string(f.bias) + ", " + std::to_string(f.kind) + ")";
+    s += "static inline float kiln_" + std::string(f.suffix) + "_to_float(unsigned char b) { " +
+         "return KILN_BITCAST(float, unsigned int, kiln_fp8_to_f32_bits(b" + args + "); }\n";
+    s += "static inline unsigned char kiln_float_to_" + std::string(f.suffix) + "(float f) { " +
+         "return kiln_fp8_from_f32_bits(KILN_BITCAST(unsigned int, float, f)" + args + "; }\n";
+  }
+  return s;
+}
+
 
 // The language's names for kiln's types.
 struct TypeNames {
@@ -77,10 +98,11 @@ struct TypeNames {
     return s + "_x" + std::to_string(d.count);
   }
   // The type a value of `d` has in a register.
-  std::string reg(DType d) const { return d.count > 1 ? vector(d) : is_half(d) ? "float" : scalar(d); }
+  std::string reg(DType d) const { return d.count > 1 ? vector(d) : is_narrow(d) ? "float" : scalar(d); }
   // The type of `d` in memory.
   std::string mem(DType d) const {
     if (is_half(d)) return scalar(DType(ScalarType::UInt16));
+    if (d.is_fp8()) return scalar(DType(ScalarType::UInt8));
     return d.is_bool() ? lang.bool_in_memory : scalar(d);
   }
   // aligned(elements): vector loads and stores may start at any element.
@@ -189,18 +211,18 @@ std::string alu(const UOp* u, const std::unordered_map<const UOp*, std::string>&
       break;
     case Ops::BITCAST: {
       std::string x = s(0);
-      if (is_half(in)) x = "kiln_float_to_" + half_suffix(in) + "(" + x + ")";
+      if (is_narrow(in)) x = "kiln_float_to_" + narrow_suffix(in) + "(" + x + ")";
       e = "KILN_BITCAST(" + t.mem(u->dtype) + ", " + t.mem(in) + ", " + x + ")";
-      if (is_half(u->dtype)) return "kiln_" + half_suffix(u->dtype) + "_to_float(" + e + ")";
+      if (is_narrow(u->dtype)) return "kiln_" + narrow_suffix(u->dtype) + "_to_float(" + e + ")";
       return e;
     }
     default: throw_error(t.lang.name, " renderer: cannot render ", op_name(u->op));
   }
   // C computes 8- and 16-bit integers as int: wrap each result to its type, as storing it would.
   if (u->dtype.is_int() && u->dtype.itemsize() < 4 && u->dtype.count == 1) return "((" + t.scalar(u->dtype) + ")" + e + ")";
-  // 16-bit floats compute in float; round each result back to 16 bits.
-  if (is_half(u->dtype) && u->op != Ops::WHERE)
-    e = "kiln_" + half_suffix(u->dtype) + "_to_float(kiln_float_to_" + half_suffix(u->dtype) + "(" + e + "))";
+  // 16- and 8-bit floats compute in float; round each result back to its type.
+  if (is_narrow(u->dtype) && u->op != Ops::WHERE)
+    e = "kiln_" + narrow_suffix(u->dtype) + "_to_float(kiln_float_to_" + narrow_suffix(u->dtype) + "(" + e + "))";
   return e;
 }
 
@@ -260,7 +282,7 @@ std::string positional_parameters(std::vector<std::pair<int64_t, std::string>> p
 std::string CStyleRenderer::render(const Kernel& k) const {
   const TypeNames t{lang_};
   std::unordered_map<const UOp*, int> uses;
-  bool halves = false;
+  bool halves = false, fp8s = false;
   std::set<std::string> vector_types, max_types;
   std::map<std::string, std::string> math_definitions;  // by function and type
   std::vector<std::pair<int64_t, std::string>> params;
@@ -275,6 +297,7 @@ std::string CStyleRenderer::render(const Kernel& k) const {
     streamed |= u->op == Ops::STORE && streams(u.get());
     for (const UOpRef& s : u->src) uses[s.get()]++;
     halves |= is_half(u->dtype);
+    fp8s |= u->dtype.is_fp8();
     if (u->dtype.count > 1) {
       if (!lang_.vectors)
         throw_error(lang_.name, " renderer: expected scalar code, got a ", u->dtype.name(), " ", op_name(u->op),
@@ -297,7 +320,8 @@ std::string CStyleRenderer::render(const Kernel& k) const {
   if (groups)
     head << "/* launch: " << k.threads << " work-groups of [" << k.local_size[0] << ", " << k.local_size[1] << ", "
          << k.local_size[2] << "] work-items */\n";
-  head << lang_.preamble << (halves ? kHalfPreamble : "") << (streamed ? lang_.streaming_definition : "");
+  head << lang_.preamble << (halves ? kHalfPreamble : "") << (fp8s ? fp8_preamble() : "")
+       << (streamed ? lang_.streaming_definition : "");
   for (const std::string& type : max_types) head << lang_.max_definition(type);
   for (const std::string& type : vector_types) head << type;
   for (const auto& [function, definition] : math_definitions) head << definition;
@@ -396,7 +420,7 @@ std::string CStyleRenderer::render(const Kernel& k) const {
           break;
         }
         std::string value = idx->src[0]->op == Ops::PARAM ? "(*" + name.at(idx) + ")" : name.at(idx);
-        if (idx->src[0]->op == Ops::PARAM && is_half(u->dtype)) value = "kiln_" + half_suffix(u->dtype) + "_to_float" + value;
+        if (idx->src[0]->op == Ops::PARAM && is_narrow(u->dtype)) value = "kiln_" + narrow_suffix(u->dtype) + "_to_float" + value;
         // A gated load reads only where its gate holds (?: evaluates one side), which C compilers
         // turn into a masked load, and into masked vector loads in a loop they vectorize. (Reading
         // element 0 where invalid and selecting after made the address a select, a gather to the
@@ -417,7 +441,7 @@ std::string CStyleRenderer::render(const Kernel& k) const {
         } else if (idx->src[0]->op == Ops::PARAM && stored.count > 1) {
           line(gate + "*(" + t.reg(stored) + "*)" + name.at(idx) + " = " + value + ";");
         } else if (idx->src[0]->op == Ops::PARAM) {
-          if (is_half(u->src[1]->dtype)) value = "kiln_float_to_" + half_suffix(u->src[1]->dtype) + "(" + value + ")";
+          if (is_narrow(u->src[1]->dtype)) value = "kiln_float_to_" + narrow_suffix(u->src[1]->dtype) + "(" + value + ")";
           line(gate + "*" + name.at(idx) + " = " + value + ";");
         } else {
           line(name.at(idx) + " = " + value + ";");

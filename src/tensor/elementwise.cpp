@@ -32,11 +32,11 @@ Shape broadcast_shape(const std::vector<Shape>& shapes) {
   return out;
 }
 
-// 16-bit floats evaluate composite math (exp, log, sigmoid, ...) in float32 and round once, so the
-// intermediate steps do not each lose precision.
+// 16- and 8-bit floats evaluate composite math (exp, log, sigmoid, ...) in float32 and round once, so
+// the intermediate steps do not each lose precision.
 template <class F>
 Tensor in_float32(const Tensor& x, F f) {
-  if (x.dtype().itemsize() == 2 && x.dtype().is_float()) return f(x.cast(dtypes::float32)).cast(x.dtype());
+  if (x.dtype().itemsize() < 4 && x.dtype().is_float()) return f(x.cast(dtypes::float32)).cast(x.dtype());
   return f(x);
 }
 

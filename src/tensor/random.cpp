@@ -61,12 +61,7 @@ Tensor standard_normal_doubles(int64_t n) {
 
 // The largest double below 1 that stays below 1 when rounded to `dtype`.
 double below_one(DType dtype) {
-  switch (dtype.scalar) {
-    case ScalarType::Float16: return 1.0 - 0x1.0p-11;
-    case ScalarType::BFloat16: return 1.0 - 0x1.0p-8;
-    case ScalarType::Float32: return 1.0 - 0x1.0p-24;
-    default: return 1.0 - 0x1.0p-53;
-  }
+  return 1.0 - std::ldexp(1.0, -(dtype.is_float() ? dtypes::finfo(dtype).second + 1 : 53));
 }
 
 int64_t checked_numel(const Shape& shape, DType dtype, const char* what) {

@@ -18,10 +18,10 @@ DType sum_dtype(DType d) {
   return d;
 }
 
-// 16-bit floats accumulate in float32 and round once at the end (2048 + 1 is 2048 in float16).
+// 16- and 8-bit floats accumulate in float32 and round once at the end (2048 + 1 is 2048 in float16).
 Tensor accumulate(const Tensor& x, Ops op, std::vector<int> axes, bool keepdim) {
   DType d = x.dtype();
-  if (d.is_float() && d.itemsize() == 2) return x.cast(dtypes::float32).reduce(op, std::move(axes), keepdim).cast(d);
+  if (d.is_float() && d.itemsize() < 4) return x.cast(dtypes::float32).reduce(op, std::move(axes), keepdim).cast(d);
   return x.cast(sum_dtype(d)).reduce(op, std::move(axes), keepdim);
 }
 
@@ -85,9 +85,9 @@ Tensor Tensor::all(std::vector<int> axes, bool keepdim) const {
 
 Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
   Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
-  // sum and divide in float32 for 16-bit floats, then round once
+  // sum and divide in float32 for 16- and 8-bit floats, then round once
   DType out = x.dtype();
-  if (out.itemsize() == 2) x = x.cast(dtypes::float32);
+  if (out.itemsize() < 4) x = x.cast(dtypes::float32);
   Tensor s = x.sum(reduce_axes(*this, axes, "mean"), keepdim);
   int64_t count = s.numel() == 0 ? 0 : numel() / s.numel();
   return (s / static_cast<double>(count)).cast(out);

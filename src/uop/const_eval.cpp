@@ -47,6 +47,8 @@ double round_float(DType d, double v) {
     case ScalarType::BFloat16: return round_binary(v, 7, -126, 127);
     case ScalarType::Float32: return round_binary(v, 23, -126, 127);
     case ScalarType::Float64: return v;
+    case ScalarType::Fp8E4M3: case ScalarType::Fp8E5M2: case ScalarType::Fp8E4M3FNUZ: case ScalarType::Fp8E5M2FNUZ:
+      return fp8_to_float(float_to_fp8(static_cast<float>(v), d), d);  // through float32, as kernels convert
     default: throw_error("exec_alu: ", d.name(), " is not a float dtype");
   }
 }

@@ -82,16 +82,10 @@ UOpRef fold_cast(const UOpRef& root) {
 bool lossless(DType from, DType to) {
   if (from == to || from.is_bool()) return true;
   if (from.is_int() && to.is_int()) return to.min_value() <= from.min_value() && to.max_value() >= from.max_value();
-  auto mant = [](DType d) {
-    switch (d.scalar) {
-      case ScalarType::Float16: return 11;
-      case ScalarType::BFloat16: return 8;
-      case ScalarType::Float32: return 24;
-      case ScalarType::Float64: return 53;
-      default: return 0;
-    }
-  };
+  auto mant = [](DType d) { return d.is_float() ? dtypes::finfo(d).second + 1 : 0; };  // significand bits
   if (from.is_int() && to.is_float()) return std::max(-from.min_value(), from.max_value()) <= std::ldexp(1.0, mant(to));
+  // fp8s differ in range, infinities and NaNs: none holds another, every wider float holds them all
+  if (from.is_fp8() || to.is_fp8()) return from.is_fp8() && to.is_float() && !to.is_fp8();
   if (from.is_float() && to.is_float())
     return mant(from) <= mant(to) && !(from.scalar == ScalarType::Float16 && to.scalar == ScalarType::BFloat16);
   return false;

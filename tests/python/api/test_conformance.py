@@ -106,7 +106,7 @@ def test_python_int_scalar_promotes_instead_of_wrapping():
 
 # ***** pickling, deepcopy, state dicts *****
 
-@pytest.mark.parametrize("dtype", ["float32", "int64", "bool", "uint8", "bfloat16"])
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool", "uint8", "bfloat16", "fp8e4m3", "fp8e5m2fnuz"])
 def test_tensor_pickles(dtype):
   src = np.array([[0, 1.5, -2], [3, 4, 250]], dtype=np.float32)
   t = Tensor(src).cast(dtype)

@@ -260,7 +260,7 @@ def test_dtypes():
   assert dtypes.default_float == dtypes.float32 and dtypes.default_int == dtypes.int32
   assert dtypes.float32 != dtypes.float64 and len({dtypes.float32, dtypes.float, dtypes.int32}) == 2
   assert dtypes.is_float(dtypes.float16) and dtypes.is_int(dtypes.uint8) and dtypes.is_unsigned(dtypes.uint8)
-  assert not dtypes.is_int(dtypes.bool) and len(dtypes.fields()) == 13 and to_dtype("half") == dtypes.float16
+  assert not dtypes.is_int(dtypes.bool) and len(dtypes.fields()) == 17 and to_dtype("half") == dtypes.float16
   assert dtypes.max(dtypes.uint8) == 255 and dtypes.min(dtypes.int8) == -128
 
 def test_device():
