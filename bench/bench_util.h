@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -62,15 +63,16 @@ void parallel_for(size_t n, F body) {
   for (auto& w : workers) w.join();
 }
 
-// Named figures in the order they were added.
+// Named figures in the order they were added, and notes (one word each) about how they were made.
 class Figures {
  public:
   void add(std::string key, double value) { items_.emplace_back(std::move(key), value); }
+  void note(std::string key, std::string word) { items_.emplace_back(std::move(key), std::move(word)); }
 
   // `key value` per line, replacing the file (later steps of bench/run.sh append to it).
   void write_text(const std::string& path) const {
     std::ofstream out(path);
-    for (auto& [k, v] : items_) out << k << ' ' << v << '\n';
+    for (auto& [k, v] : items_) std::visit([&](const auto& value) { out << k << ' ' << value << '\n'; }, v);
   }
 
   // One JSON object per run appended to `path`, so the file keeps the history of runs.
@@ -81,12 +83,12 @@ class Figures {
     std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
     j["time"] = stamp;
     j["program"] = program;
-    for (auto& [k, v] : items_) j[k] = v;
+    for (auto& [k, v] : items_) std::visit([&](const auto& value) { j[k] = value; }, v);
     std::ofstream(path, std::ios::app) << j.dump() << '\n';
   }
 
  private:
-  std::vector<std::pair<std::string, double>> items_;
+  std::vector<std::pair<std::string, std::variant<double, std::string>>> items_;
 };
 
 }  // namespace bench

@@ -2,7 +2,11 @@
 // ratio (speed ratio: above 1 means kiln is faster).
 //   matmul 256..2048, 257, 1000  GFLOP/s, with the hand-written opts and with BEAM=2 (--beam n), against
 //                           OpenBLAS cblas_sgemm on the same data (result checked)
-//   sum, fused elementwise  GB/s against a STREAM triad on all cores
+//   machine                 FMA peak (GFLOP/s) and STREAM triad (GB/s) on all cores, measured first:
+//                           matmul and conv2d are reported as fractions of the peak, sum and the
+//                           elementwise op of the triad; OpenBLAS's core (openblas_get_corename) is
+//                           recorded, and an OpenBLAS below half the peak at 1024 is flagged suspect
+//   sum, fused elementwise  GB/s against the STREAM triad
 //   softmax (4096, 1024)    ms (bench/torch_kernels.py adds PyTorch's figure)
 //   conv2d 3x3              GFLOP/s against kiln's own matmul 1024
 //   gather                  ms to pick 128 rows of a 60000x784 dataset (bench/torch_kernels.py adds
@@ -12,6 +16,7 @@
 // Writes `key value` lines to out_file (default bench/results/kernels.txt) and appends one JSON
 // line to the same path with the extension .jsonl; --only runs some groups (--help lists them).
 #include <kiln/kiln.h>
+#include <strings.h>
 
 #include <algorithm>
 #include <cmath>
@@ -25,6 +30,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bench_util.h"
+#include "peaks.h"
 
 #ifdef KILN_BENCH_HAVE_CBLAS
 #include <cblas.h>
@@ -37,6 +43,41 @@ using bench::best_wall_seconds;
 namespace {
 
 bench::Figures figures;
+// The machine's ceilings, measured before the kernels (bench/peaks.h).
+double machine_fma_gflops = 0, machine_triad_gbps = 0;
+
+void bench_machine() {
+  machine_fma_gflops = bench::fma_peak_gflops();
+  machine_triad_gbps = bench::triad_gbps(16 * 1024 * 1024);
+  std::printf("FMA peak, all cores          ref  %8.2f GFLOP/s\n", machine_fma_gflops);
+  std::printf("STREAM triad 16M, all cores  ref  %8.2f GB/s\n", machine_triad_gbps);
+  figures.add("fma_peak_gflops", machine_fma_gflops);
+  figures.add("triad_gbps", machine_triad_gbps);
+}
+
+// A reference below half the FMA peak on matmul 1024 most likely runs a generic kernel (a BLAS that
+// does not know this CPU model): said loudly and recorded, so no ratio against it passes unnoticed.
+void check_reference(const std::string& name, double matmul_1024_gflops) {
+  const bool suspect = matmul_1024_gflops < 0.5 * machine_fma_gflops;
+  figures.add(name + "_suspect", suspect ? 1 : 0);
+  if (suspect)
+    std::printf("\n!!! SUSPECT REFERENCE: %s runs matmul 1024 at %.1f GFLOP/s, below half the FMA peak (%.1f):\n"
+                "!!! its ratios are not a fair comparison\n\n",
+                name.c_str(), matmul_1024_gflops, machine_fma_gflops);
+}
+
+#ifdef KILN_BENCH_HAVE_CBLAS
+// The kernel set OpenBLAS picked for this CPU (bench/run.sh may have set OPENBLAS_CORETYPE).
+void report_openblas_core() {
+  const std::string core = openblas_get_corename();
+  const char* asked = std::getenv("OPENBLAS_CORETYPE");
+  std::printf("OpenBLAS core %s (%s%s)\n", core.c_str(), asked ? "OPENBLAS_CORETYPE=" : "its own choice",
+              asked ? asked : "");
+  if (asked && strcasecmp(asked, core.c_str()) != 0)
+    std::printf("!!! OpenBLAS runs %s, not the %s that OPENBLAS_CORETYPE asked for\n", core.c_str(), asked);
+  figures.note("openblas_core", core);
+}
+#endif
 
 // ---- matmul against OpenBLAS
 
@@ -49,9 +90,9 @@ double max_relative_error(const std::vector<float>& got, const std::vector<float
 }
 
 // This VM's two vCPUs sometimes share one core's vector units (the host's placement, for seconds at
-// a time): any two-thread kernel of 1-2 ms then runs at about half speed, kiln's and OpenBLAS's
-// alike. The three figures are measured in alternating rounds and each keeps its best, so a ratio
-// compares runs that met the same machine.
+// a time): any two-thread kernel then runs slower, kiln's and OpenBLAS's alike. The three figures
+// are measured in alternating rounds and each keeps its best, so a ratio compares runs that met
+// the same machine.
 constexpr int kMatmulRounds = 3;
 
 double bench_matmul(int64_t n, int beam) {
@@ -73,7 +114,7 @@ double bench_matmul(int64_t n, int beam) {
     }
 #ifdef KILN_BENCH_HAVE_CBLAS
     // kiln's pool workers poll for 200 us after a kernel (thread_pool.cpp) and would share the
-    // cores with OpenBLAS's threads: a 256 sgemm (0.18 ms) measured right away ran at half speed
+    // cores with OpenBLAS's threads, slowing a short sgemm measured right away
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
     blas_s = std::min(blas_s, best_wall_seconds(
                                   [&] {
@@ -86,38 +127,27 @@ double bench_matmul(int64_t n, int beam) {
   const double kiln_gflops = flops / kiln_s / 1e9, beam_gflops = beam > 0 ? flops / beam_s / 1e9 : 0;
   figures.add(key + "_gflops", kiln_gflops);
   if (beam > 0) figures.add(key + "_beam_gflops", beam_gflops);
-  std::printf("matmul %5lld float32        kiln %8.2f GFLOP/s  BEAM=%d %8.2f", static_cast<long long>(n), kiln_gflops,
-              beam, beam_gflops);
+  figures.add(key + "_of_fma_peak", kiln_gflops / machine_fma_gflops);
+  std::printf("matmul %5lld float32        kiln %8.2f GFLOP/s (%.2f of peak)  BEAM=%d %8.2f", static_cast<long long>(n),
+              kiln_gflops, kiln_gflops / machine_fma_gflops, beam, beam_gflops);
 #ifdef KILN_BENCH_HAVE_CBLAS
   double blas_gflops = flops / blas_s / 1e9;
   double err = max_relative_error(x.matmul(y).to_vector<float>(), c);
   figures.add("openblas_" + key + "_gflops", blas_gflops);
+  figures.add("openblas_" + key + "_of_fma_peak", blas_gflops / machine_fma_gflops);
   figures.add(key + "_vs_openblas", kiln_gflops / blas_gflops);
   if (beam > 0) figures.add(key + "_beam_vs_openblas", beam_gflops / blas_gflops);
   figures.add(key + "_max_rel_err", err);
   std::printf("  OpenBLAS %8.2f GFLOP/s  ratio %.3f (BEAM %.3f)  max rel err %.1e%s\n", blas_gflops,
               kiln_gflops / blas_gflops, beam_gflops / blas_gflops, err, err < 1e-3 ? "" : "  WRONG RESULT");
+  if (n == 1024) check_reference("openblas", blas_gflops);
 #else
   std::printf("  (OpenBLAS reference unavailable: built without cblas.h)\n");
 #endif
   return kiln_gflops;
 }
 
-// ---- memory-bound kernels against a STREAM triad
-
-// a[i] = b[i] + s*c[i] on all cores: what the memory system gives a simple streaming loop.
-double triad_gbps(size_t n) {
-  std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
-  const float s = 3.0f;
-  double t = best_wall_seconds(
-      [&] {
-        bench::parallel_for(n, [&](size_t lo, size_t hi) {
-          for (size_t i = lo; i < hi; i++) a[i] = b[i] + s * c[i];
-        });
-      },
-      10);
-  return 3.0 * n * sizeof(float) / t / 1e9;  // two loads and one store
-}
+// ---- memory-bound kernels against the STREAM triad
 
 void bench_memory_bound() {
   const int64_t n = 16 * 1024 * 1024;
@@ -126,13 +156,11 @@ void bench_memory_bound() {
   double t_ew = best_kernel_seconds([&] { return (a * b + c).relu() * 2.0f - 1.0f; }, 10);
   double sum_gbps = 4.0 * n / t_sum / 1e9;      // one load per element
   double ew_gbps = 4.0 * 4 * n / t_ew / 1e9;    // three loads and one store
-  double triad = triad_gbps(static_cast<size_t>(n));
-  std::printf("STREAM triad 16M, all cores  ref  %8.2f GB/s\n", triad);
+  const double triad = machine_triad_gbps;
   std::printf("sum 16M float32              kiln %8.2f GB/s  (%.2f ms)  ratio to triad %.3f\n", sum_gbps, t_sum * 1e3,
               sum_gbps / triad);
   std::printf("(a*b+c).relu()*2-1 16M       kiln %8.2f GB/s  (%.2f ms)  ratio to triad %.3f\n", ew_gbps, t_ew * 1e3,
               ew_gbps / triad);
-  figures.add("triad_gbps", triad);
   figures.add("sum_16M_ms", t_sum * 1e3);
   figures.add("sum_16M_gbps", sum_gbps);
   figures.add("sum_16M_vs_triad", sum_gbps / triad);
@@ -154,11 +182,13 @@ void bench_conv2d(double matmul_1024_gflops) {
   Tensor x = Tensor::rand({32, 64, 56, 56}).realize(), w = Tensor::rand({64, 64, 3, 3}).realize();
   double t = best_kernel_seconds([&] { return x.conv2d(w, {}, 1, 1); }, 3);
   double gflops = 2.0 * 32 * 64 * 56 * 56 * 64 * 9 / t / 1e9;
-  std::printf("conv2d (32,64,56,56)x(64,64,3,3) pad 1  kiln %8.2f GFLOP/s  (%.1f ms)  ratio to kiln matmul 1024 %.3f\n",
-              gflops, t * 1e3, gflops / matmul_1024_gflops);
+  std::printf("conv2d (32,64,56,56)x(64,64,3,3) pad 1  kiln %8.2f GFLOP/s  (%.1f ms, %.2f of peak)  ratio to kiln "
+              "matmul 1024 %.3f\n",
+              gflops, t * 1e3, gflops / machine_fma_gflops, gflops / matmul_1024_gflops);
   figures.add("conv2d_ms", t * 1e3);
   figures.add("conv2d_gflops", gflops);
   figures.add("conv2d_vs_matmul_1024", gflops / matmul_1024_gflops);
+  figures.add("conv2d_of_fma_peak", gflops / machine_fma_gflops);
 }
 
 // ---- gather: a training batch of rows picked from a dataset by an index tensor
@@ -264,7 +294,11 @@ int main(int argc, char** argv) {
   Tensor::manual_seed(1);
 
   if (wanted("compile")) bench_compile();
+  bench_machine();
   double mm_1024 = 0;
+#ifdef KILN_BENCH_HAVE_CBLAS
+  if (wanted("matmul")) report_openblas_core();
+#endif
   if (wanted("matmul"))
     for (int64_t n : sizes) {
       double gflops = bench_matmul(n, beam);

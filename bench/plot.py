@@ -1,10 +1,12 @@
 """Draws kiln's speed ratios against the references of the last bench/run.sh (every `*_vs_*` figure
-in the results files; above 1 means kiln is faster) as a horizontal bar chart,
-bench/results/ratios.png.   usage: plot.py [RESULTS_DIR]"""
+in the results files; above 1 means kiln is faster) as a horizontal bar chart, ratios.png in the
+results folder of that CPU (bench/results/<cpu>/, see cpu_env.sh).   usage: plot.py RESULTS_DIR"""
 import os
 import sys
 
-results_dir = sys.argv[1] if len(sys.argv) > 1 else "bench/results"
+if len(sys.argv) != 2:
+    sys.exit("usage: plot.py RESULTS_DIR (a CPU's folder of bench/results)")
+results_dir = sys.argv[1]
 try:
     import matplotlib
     matplotlib.use("Agg")  # no display needed

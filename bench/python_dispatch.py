@@ -9,6 +9,7 @@ import os
 import sys
 import time
 
+from figures import read_figures
 from kiln import Tensor
 
 WARMUP, ITERS = 50, 2000
@@ -25,7 +26,7 @@ def chain(a: Tensor, b: Tensor) -> Tensor:
     return t
 
 results = sys.argv[1]
-figures = dict((k, float(v)) for k, v in (line.split() for line in open(results)))
+figures = read_figures(results)
 Tensor.manual_seed(1)
 a, b = Tensor.rand(4).realize(), Tensor.rand(4).realize()
 rows = [("dispatch_add", us_per_realize(lambda: a + b)), ("dispatch_chain10", us_per_realize(lambda: chain(a, b)))]

@@ -2,7 +2,9 @@
 1024, softmax (4096, 1024), sum of 16M floats, 128 rows gathered from a 60000x784 dataset (best wall
 time of several after a warm-up) and the dispatch latency of (a+b) on 4 elements (mean over many).
 Prints each next to kiln's figure and appends figures and speed ratios (above 1: kiln faster) to the
-results file kernels.cpp wrote, and one JSON line to the .jsonl beside it.   usage: torch_kernels.py RESULTS_FILE"""
+results file kernels.cpp wrote, and one JSON line to the .jsonl beside it, with the BLAS torch ran on
+(torch_blas) and torch_suspect 1 where its matmul 1024 ran below half the FMA peak kernels.cpp measured
+(a BLAS running generic kernels: no fair reference).   usage: torch_kernels.py RESULTS_FILE"""
 import json
 import os
 import sys
@@ -10,8 +12,11 @@ import time
 
 import torch
 
+from figures import read_figures
+from torch_blas import torch_blas
+
 results = sys.argv[1]
-figures = dict((k, float(v)) for k, v in (line.split() for line in open(results)))
+figures = read_figures(results)
 torch.manual_seed(1)
 torch.set_num_threads(os.cpu_count())  # all cores, as kiln uses (Debian's torch may default to 1)
 
@@ -54,12 +59,18 @@ rows = [
      gather_ms / figures["gather_128_of_60000x784_ms"]),
     ("dispatch_add", figures["dispatch_add_us"], dispatch_us, "us", "us", dispatch_us / figures["dispatch_add_us"]),
 ]
-added = {}
-print(f"PyTorch {torch.__version__}, {torch.get_num_threads()} threads (speed ratio: above 1 means kiln is faster)")
+added = {"torch_blas": torch_blas()}
+print(f"PyTorch {torch.__version__}, {torch.get_num_threads()} threads, BLAS {added['torch_blas']} "
+      "(speed ratio: above 1 means kiln is faster)")
 for name, kiln, ref, unit, suffix, ratio in rows:
     print(f"  {name:18} kiln {kiln:9.2f} {unit:7}  torch {ref:9.2f} {unit:7}  ratio {ratio:.3f}")
     added[f"torch_{name}_{suffix}"] = ref
     added[f"{name}_vs_torch"] = ratio
+if "fma_peak_gflops" in figures:
+    added["torch_suspect"] = int(matmul_gflops < 0.5 * figures["fma_peak_gflops"])
+    if added["torch_suspect"]:
+        print(f"\n!!! SUSPECT REFERENCE: PyTorch runs matmul 1024 at {matmul_gflops:.1f} GFLOP/s, below half the FMA "
+              f"peak ({figures['fma_peak_gflops']:.1f}):\n!!! its ratios are not a fair comparison\n")
 with open(results, "a") as f:
     f.writelines(f"{k} {v}\n" for k, v in added.items())
 with open(os.path.splitext(results)[0] + ".jsonl", "a") as f:

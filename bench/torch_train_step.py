@@ -1,12 +1,15 @@
 """PyTorch reference for bench/train_step.cpp: the same beautiful_mnist CNN and Adam step on the CPU,
-median ms per step over 5 steps after 2 warm-up steps. Appends its figure and the ratio to the
-results file kiln's benchmark wrote.   usage: torch_train_step.py RESULTS_FILE"""
+median ms per step over 5 steps after 2 warm-up steps. Appends its figure, the ratio and the BLAS torch
+ran on (torch_blas, see torch_blas.py) to the results file kiln's benchmark wrote.
+usage: torch_train_step.py RESULTS_FILE"""
 import os
 import sys
 import time
 
 import torch
 import torch.nn as nn
+
+from torch_blas import torch_blas
 
 results = sys.argv[1]
 figures = dict(line.split() for line in open(results))
@@ -36,7 +39,8 @@ for _ in range(2):
     step()
 ms = sorted(step() for _ in range(5))[2]
 kiln_ms = float(figures["train_step_ms"])
-print(f"beautiful_mnist training step, batch {batch}: PyTorch {torch.__version__} {ms:.1f} ms, "
+blas = torch_blas()
+print(f"beautiful_mnist training step, batch {batch}: PyTorch {torch.__version__} ({blas}) {ms:.1f} ms, "
       f"kiln {kiln_ms:.1f} ms, kiln/torch time ratio {kiln_ms / ms:.2f}")
 with open(results, "a") as f:
-    f.write(f"torch_train_step_ms {ms}\ntrain_step_vs_torch {kiln_ms / ms}\n")
+    f.write(f"torch_train_step_ms {ms}\ntrain_step_vs_torch {kiln_ms / ms}\ntorch_blas {blas}\n")

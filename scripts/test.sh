@@ -4,7 +4,7 @@
 # ASan-instrumented module cannot be loaded into an uninstrumented python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --for-tests
 
 echo "== release build"
 bash scripts/build.sh release
@@ -18,3 +18,6 @@ bash scripts/build.sh asan -DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON -DKILN_BU
 # tests/lsan.supp: leaks inside third-party libraries (PoCL's), which kiln cannot free.
 ASAN_OPTIONS=detect_leaks=1:use_sigaltstack=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   LSAN_OPTIONS="suppressions=$(pwd)/tests/lsan.supp" ctest --test-dir build/asan --output-on-failure -j2
+
+echo "== fuzzers (libFuzzer + ASan + UBSan over the file parsers; skipped without clang)"
+bash scripts/fuzz.sh 30

@@ -1,15 +1,18 @@
 // The CUDA device's pieces: kernels rendered as CUDA C++, compiled to PTX by NVRTC (skipped where
-// libnvrtc is missing), the CHECK_RENDER=CUDA hook, and the GPU runtime (skipped without a GPU, so
+// libnvrtc is missing), the CHECK_RENDER=CUDA check (tools/cuda_render_check.cpp), and the GPU runtime (skipped without a GPU, so
 // on most CI machines: it is checked against naive loops wherever one is found).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "allocator_checks.h"
 #include "codegen/codegen.h"
+#include "engine/kernel_cache.h"
 #include "error_message.h"
 #include "kiln/kiln.h"
 #include "renderer/cstyle_renderer.h"
@@ -17,6 +20,7 @@
 #include "runtime/device.h"
 #include "support/env.h"
 #include "temp_cache.h"
+#include "tools/cuda_render_check.h"
 
 namespace kiln {
 namespace {
@@ -147,10 +151,16 @@ TEST(CudaCompiler, ArchitectureComesFromCudaArch) {
   EXPECT_TRUE(contains(msg, "CUDA_ARCH=ampere: expected an architecture like compute_80")) << msg;
 }
 
+// Turns the CUDA check on for a scope.
+struct ScopedCheckRender {
+  ScopedCheckRender() { kt::check_render("CUDA"); }
+  ~ScopedCheckRender() { kt::stop_check_render(); }
+};
+
 TEST(CheckRender, EveryCompiledKernelIsAlsoCompiledForCuda) {
   SKIP_WITHOUT_NVRTC();
   TempCache cache;
-  env::ScopedEnv check("CHECK_RENDER", "CUDA");
+  ScopedCheckRender check;
   Tensor a = Tensor::arange(0, 1117, 1).cast(dtypes::float32);  // a size no other test uses
   runtime::CompileStats before = runtime::compile_stats();
   std::vector<float> got = (a * 3.0f).to_vector<float>();
@@ -164,10 +174,27 @@ TEST(CheckRender, EveryCompiledKernelIsAlsoCompiledForCuda) {
 }
 
 TEST(CheckRender, OtherLanguagesAreRefused) {
-  env::ScopedEnv check("CHECK_RENDER", "METAL");
-  Tensor a = Tensor::arange(0, 1123, 1).cast(dtypes::float32);  // a kernel not compiled before
-  std::string msg = kt::error_of([&] { (a + 1.0f).realize(); });
+  std::string msg = kt::error_of([] { kt::check_render("METAL"); });
   EXPECT_TRUE(contains(msg, "CHECK_RENDER=METAL: expected CUDA")) << msg;
+}
+
+// The engine's side of the check: it sees every kernel the schedule compiles, and an error from
+// the compile it returns fails the realize as a failed compile does.
+TEST(CheckRender, ACheckSeesEachKernelAndItsErrorFailsTheSchedule) {
+  std::atomic<int> seen{0};
+  engine::set_kernel_check([&](const UOpRef& ast, bool) -> std::function<void()> {
+    EXPECT_EQ(ast->op, Ops::SINK);
+    seen++;
+    return [] { throw_error("the check rejects this kernel"); };
+  });
+  Tensor a = Tensor::arange(0, 1129, 1).cast(dtypes::float32);  // kernels not compiled before
+  std::string msg = kt::error_of([&] { (a * 5.0f).realize(); });
+  engine::set_kernel_check(nullptr);
+  EXPECT_TRUE(contains(msg, "the check rejects this kernel")) << msg;
+  EXPECT_GE(seen.load(), 1);
+  // without the check the same kernels compile and run
+  std::vector<float> got = (a * 5.0f).to_vector<float>();
+  for (int i = 0; i < 1129; i++) ASSERT_EQ(got[i], 5.0f * static_cast<float>(i)) << i;
 }
 
 TEST(CudaDevice, MemoryRoundTrips) {

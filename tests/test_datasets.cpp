@@ -27,6 +27,7 @@
 #include "kiln/nn/datasets.h"
 #include "kiln/tensor.h"
 #include "support/env.h"
+#include "temp_dir.h"
 
 namespace {
 
@@ -38,20 +39,7 @@ using kiln::Shape;
 using kiln::Tensor;
 using Bytes = std::vector<uint8_t>;
 
-// A fresh directory, removed afterwards.
-struct TempDir {
-  fs::path path = make();
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-  static fs::path make() {
-    std::string pattern = (fs::temp_directory_path() / "kiln-datasets-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    return pattern;
-  }
-};
+using kt::TempDir;
 
 // ---- writing idx files
 
@@ -194,7 +182,7 @@ TEST(LoadIdxErrors, MissingFile) {
 
 TEST(LoadIdxErrors, Directory) {
   TempDir dir;
-  std::string msg = load_error(dir.path.string());
+  std::string msg = load_error(dir.dir.string());
   EXPECT_NE(msg.find("found a directory"), std::string::npos) << msg;
 }
 
@@ -387,7 +375,7 @@ TEST(FashionMnist, LoadsADirectoryShapedLikeTinygrads) {
   TempDir dir;
   write_fake_split(dir, "train", 3, 3);
   write_fake_split(dir, "t10k", 2, 2);
-  datasets::Mnist m = datasets::fashion_mnist(dir.path.string());
+  datasets::Mnist m = datasets::fashion_mnist(dir.dir.string());
   EXPECT_EQ(m.X_train.shape(), (Shape{3, 1, 28, 28}));
   EXPECT_EQ(m.Y_train.shape(), (Shape{3}));
   EXPECT_EQ(m.X_test.shape(), (Shape{2, 1, 28, 28}));
@@ -403,15 +391,15 @@ TEST(FashionMnist, EmptyDirMeansTheEnvironmentVariable) {
   TempDir dir;
   write_fake_split(dir, "train", 4, 4);
   write_fake_split(dir, "t10k", 1, 1);
-  kiln::env::ScopedEnv env("KILN_FASHION_MNIST", dir.path.string());
+  kiln::env::ScopedEnv env("KILN_FASHION_MNIST", dir.dir.string());
   EXPECT_EQ(datasets::fashion_mnist().X_train.shape(), (Shape{4, 1, 28, 28}));
 }
 
 TEST(FashionMnist, MissingDatasetSaysHowToInstallIt) {
   TempDir dir;
-  std::string msg = error_of([&] { datasets::fashion_mnist(dir.path.string()); });
+  std::string msg = error_of([&] { datasets::fashion_mnist(dir.dir.string()); });
   EXPECT_NE(msg.find("train-images-idx3-ubyte"), std::string::npos) << msg;
-  EXPECT_NE(msg.find(dir.path.string()), std::string::npos) << msg;
+  EXPECT_NE(msg.find(dir.dir.string()), std::string::npos) << msg;
   EXPECT_NE(msg.find("sudo apt-get install dataset-fashion-mnist"), std::string::npos) << msg;
   EXPECT_NE(msg.find("KILN_FASHION_MNIST"), std::string::npos) << msg;
 }
@@ -420,7 +408,7 @@ TEST(FashionMnist, ImageAndLabelCountsMustMatch) {
   TempDir dir;
   write_fake_split(dir, "train", 3, 4);
   write_fake_split(dir, "t10k", 1, 1);
-  std::string msg = error_of([&] { datasets::fashion_mnist(dir.path.string()); });
+  std::string msg = error_of([&] { datasets::fashion_mnist(dir.dir.string()); });
   EXPECT_NE(msg.find("count mismatch"), std::string::npos) << msg;
   EXPECT_NE(msg.find("3 images"), std::string::npos) << msg;
   EXPECT_NE(msg.find("4 labels"), std::string::npos) << msg;
@@ -431,12 +419,12 @@ TEST(FashionMnist, ImagesMustBe28By28Uint8) {
   write_fake_split(dir, "t10k", 1, 1);
   write_plain(dir / "train-images-idx3-ubyte", idx_file<uint8_t>(0x08, {1, 28, 27}, std::vector<uint8_t>(28 * 27)));
   write_plain(dir / "train-labels-idx1-ubyte", idx_file<int32_t>(0x0C, {1}, {0}));
-  std::string msg = error_of([&] { datasets::fashion_mnist(dir.path.string()); });
+  std::string msg = error_of([&] { datasets::fashion_mnist(dir.dir.string()); });
   EXPECT_NE(msg.find("expected uint8 images of shape (N, 28, 28), found uint8 of shape (1, 28, 27)"),
             std::string::npos) << msg;
 
   write_plain(dir / "train-images-idx3-ubyte", idx_file<uint8_t>(0x08, {1, 28, 28}, std::vector<uint8_t>(784)));
-  msg = error_of([&] { datasets::fashion_mnist(dir.path.string()); });
+  msg = error_of([&] { datasets::fashion_mnist(dir.dir.string()); });
   EXPECT_NE(msg.find("expected uint8 labels of shape (N,), found int32"), std::string::npos) << msg;
 }
 

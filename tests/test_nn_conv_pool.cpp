@@ -294,7 +294,7 @@ bool wide_vector_registers() { return kiln::runtime::get_device("CPU").vector_re
 constexpr kt::Tol kDeepConv{1e-4, 5e-5};
 
 TEST(Conv, RegisterTileTakesTwoOutputRowsWhenARowIsSeveralVectors) {
-  // 24-wide output rows are 16 + 8 lanes: the tile is 4 channels x 2 rows x 24 pixels (heuristics.cpp)
+  // 24-wide output rows are 16 + 8 lanes: the tile is 4 channels x 2 rows x 24 pixels (codegen/heuristics/)
   // (a direct convolution: this one would otherwise run in the Winograd form)
   kiln::env::ScopedEnv direct("WINO", "0");
   NdArray x = ref::random({2, 32, 28, 28}, 7), w = ref::random({32, 32, 5, 5}, 8);

@@ -1,5 +1,5 @@
 // Network ops, part 2: activations, statistics and normalization (var, std, batchnorm, layernorm
-// and the norm layers), losses (sparse categorical / cross entropy, nll, binary) and scaled
+// and the norm layers), the LSTM cell, losses (sparse categorical / cross entropy, nll, binary) and scaled
 // dot-product attention, each against naive float64 loops written here: forward values (rtol 1e-10
 // unless stated) and finite-difference gradients (gradcheck.h).
 #include <gtest/gtest.h>
@@ -188,6 +188,56 @@ TEST(Normalization, LayerGroupAndRmsNormLayers) {
   NdArray ms = ref::expand(ref::mean(ref::map(x, [](double v) { return v * v; }), {-1}, true), x.shape);
   NdArray rwant = ref::zip3(x, ms, ref::expand(w, x.shape), [](double a, double m, double g) { return a / std::sqrt(m + 1e-6) * g; });
   EXPECT_TRUE(kt::matches(rms(f64(x)), rwant, kF64));
+}
+
+// InstanceNorm: each sample's channel normalized over its spatial axes, affine per channel.
+TEST(Normalization, InstanceNormLayer) {
+  NdArray x = ref::random({2, 3, 2, 3}, 15), w = ref::random({3}, 16), b = ref::random({3}, 17);
+  kiln::nn::InstanceNorm in(3, 1e-5);
+  in.weight = f64(w);
+  in.bias = f64(b);
+  NdArray normalized = ref::reshape(layernorm_ref(ref::reshape(x, {2, 3, 6}), {-1}, 1e-5), x.shape);
+  NdArray want(x.shape);
+  for (int64_t f = 0; f < x.size(); f++) {
+    int64_t c = ref::unravel(f, x.shape)[1];
+    want.data[f] = normalized.data[f] * w.data[c] + b.data[c];
+  }
+  EXPECT_TRUE(kt::matches(in(f64(x)), want, kF64));
+  EXPECT_TRUE(kiln::nn::get_state_dict(kiln::nn::InstanceNorm(3, 1e-5, false)).empty());  // no affine parameters
+}
+
+// LSTMCell: gates = x W_ih^T + b_ih + h W_hh^T + b_hh in (input, forget, cell, output) blocks;
+// c' = sigmoid(f) c + sigmoid(i) tanh(g), h' = sigmoid(o) tanh(c').
+TEST(Layers, LSTMCell) {
+  const int64_t n = 2, in = 3, hid = 2;
+  NdArray x = ref::random({n, in}, 18), h = ref::random({n, hid}, 19), c = ref::random({n, hid}, 20);
+  NdArray wih = ref::random({4 * hid, in}, 21), whh = ref::random({4 * hid, hid}, 22);
+  NdArray bih = ref::random({4 * hid}, 23), bhh = ref::random({4 * hid}, 24);
+  kiln::nn::LSTMCell cell(in, hid);
+  cell.weight_ih = f64(wih);
+  cell.weight_hh = f64(whh);
+  cell.bias_ih = f64(bih);
+  cell.bias_hh = f64(bhh);
+  NdArray want_h({n, hid}), want_c({n, hid});
+  for (int64_t r = 0; r < n; r++) {
+    auto gate = [&](int64_t g, int64_t j) {
+      int64_t row = g * hid + j;
+      double s = bih.data[row] + bhh.data[row];
+      for (int64_t k = 0; k < in; k++) s += x.data[r * in + k] * wih.data[row * in + k];
+      for (int64_t k = 0; k < hid; k++) s += h.data[r * hid + k] * whh.data[row * hid + k];
+      return s;
+    };
+    for (int64_t j = 0; j < hid; j++) {
+      double next_c = sigmoid(gate(1, j)) * c.data[r * hid + j] + sigmoid(gate(0, j)) * std::tanh(gate(2, j));
+      want_c.data[r * hid + j] = next_c;
+      want_h.data[r * hid + j] = sigmoid(gate(3, j)) * std::tanh(next_c);
+    }
+  }
+  auto [got_h, got_c] = cell(f64(x), std::pair{f64(h), f64(c)});
+  EXPECT_TRUE(kt::matches(got_h, want_h, kF64));
+  EXPECT_TRUE(kt::matches(got_c, want_c, kF64));
+  EXPECT_THROW(cell(f64(ref::random({n, in + 1}, 25))), kiln::Error);
+  EXPECT_FALSE(kiln::nn::LSTMCell(in, hid, false).bias_ih.has_value());
 }
 
 // Training-mode BatchNorm: batch mean and biased variance over (N, H, W), gradients through them.

@@ -3,6 +3,7 @@
 // definitions PyTorch documents; gradients by finite differences (gradcheck.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,6 +38,8 @@ int64_t source(int64_t i, int64_t n, int64_t before, PadMode mode) {
   return -1;
 }
 
+// Negative amounts crop: for circular padding first (PyTorch's order: the border wraps around what
+// is left), for the other modes after padding.
 NdArray pad_ref(const NdArray& x, const Pairs& pads, PadMode mode, double value) {
   Shape out_shape;
   for (size_t a = 0; a < pads.size(); a++) out_shape.push_back(x.shape[a] + pads[a].first + pads[a].second);
@@ -45,9 +48,12 @@ NdArray pad_ref(const NdArray& x, const Pairs& pads, PadMode mode, double value)
     Index o = ref::unravel(f, out_shape), src;
     bool fill = false;
     for (size_t a = 0; a < pads.size(); a++) {
-      int64_t s = source(o[a], x.shape[a], pads[a].first, mode);
+      const bool crop_first = mode == PadMode::circular;
+      const int64_t crop_before = crop_first ? std::max<int64_t>(-pads[a].first, 0) : 0;
+      const int64_t kept = x.shape[a] - crop_before - (crop_first ? std::max<int64_t>(-pads[a].second, 0) : 0);
+      int64_t s = source(o[a], kept, pads[a].first + crop_before, mode);
       fill |= s < 0;
-      src.push_back(s);
+      src.push_back(s < 0 ? s : s + crop_before);
     }
     out.data[f] = fill ? value : x.at(src);
   }
@@ -80,6 +86,8 @@ const std::vector<PadCase> kPadCases = {
     {"circular", {3, 4}, {{3, 2}, {4, 1}}, PadMode::circular},
     {"reflect_crop", {2, 6}, {{0, 0}, {-2, 3}}, PadMode::reflect},
     {"replicate_crop", {5, 3}, {{2, -3}, {1, 1}}, PadMode::replicate},
+    {"circular_crop", {3, 5}, {{-1, 2}, {1, -2}}, PadMode::circular},
+    {"reflect_pads_then_crops", {2, 5}, {{0, 0}, {3, -3}}, PadMode::reflect},
 };
 
 INSTANTIATE_TEST_SUITE_P(Pad, PadModeTest, ::testing::ValuesIn(kPadCases),
@@ -96,7 +104,6 @@ TEST(PadModes, ErrorsAreClear) {
   Tensor x = Tensor::zeros({2, 3});
   EXPECT_THROW(x.pad({{0, 0}, {3, 0}}, PadMode::reflect), kiln::Error);      // reflect needs less than the size
   EXPECT_THROW(x.pad({{0, 0}, {0, 4}}, PadMode::circular), kiln::Error);     // wraps more than once
-  EXPECT_THROW(x.pad({{0, 0}, {-1, 1}}, PadMode::circular), kiln::Error);    // circular does not crop
   EXPECT_THROW(x.pad({{0, 0}, {1, 1}}, PadMode::replicate, 2.0), kiln::Error);  // a value only for constant
   EXPECT_THROW(x.pad({{1, 1}}, PadMode::constant), kiln::Error);             // one pair per axis
   EXPECT_THROW(x.pad({{0, 0}, {-2, -2}}, PadMode::constant), kiln::Error);   // crops more than the axis

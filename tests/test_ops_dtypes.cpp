@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -366,6 +367,32 @@ TEST(Cast, BitcastReinterprets) {
   Tensor f(std::vector<float>{1.0f, -2.0f});
   EXPECT_EQ(f.bitcast(dtypes::uint32).to_vector<uint32_t>(), (std::vector<uint32_t>{0x3f800000u, 0xc0000000u}));
   EXPECT_EQ(f.bitcast(dtypes::int32).bitcast(dtypes::float32).to_vector<float>(), (std::vector<float>{1.0f, -2.0f}));
+}
+
+// Between sizes the last axis holds the bytes: the reference is the same memory read with memcpy.
+template <class From, class To>
+void expect_bitcast_like_memcpy(kiln::DType from, kiln::DType to) {
+  std::vector<From> src(24);
+  for (size_t i = 0; i < src.size(); i++) src[i] = static_cast<From>(0x9E3779B97F4A7C15ull * (i + 1) >> 17);
+  std::vector<To> want(src.size() * sizeof(From) / sizeof(To));
+  std::memcpy(want.data(), src.data(), src.size() * sizeof(From));
+  Tensor got = Tensor::from_vector<From>(src, {2, 3, 4}).bitcast(to);
+  EXPECT_EQ(got.shape(), (Shape{2, 3, static_cast<int64_t>(4 * sizeof(From) / sizeof(To))})) << from.name() << to.name();
+  EXPECT_EQ(got.to_vector<To>(), want) << from.name() << " -> " << to.name();
+}
+
+TEST(Cast, BitcastBetweenSizesMovesTheLastAxis) {
+  expect_bitcast_like_memcpy<uint32_t, uint8_t>(dtypes::uint32, dtypes::uint8);
+  expect_bitcast_like_memcpy<uint8_t, int32_t>(dtypes::uint8, dtypes::int32);
+  expect_bitcast_like_memcpy<int64_t, int16_t>(dtypes::int64, dtypes::int16);
+  expect_bitcast_like_memcpy<int16_t, uint64_t>(dtypes::int16, dtypes::uint64);
+  expect_bitcast_like_memcpy<int32_t, int64_t>(dtypes::int32, dtypes::int64);
+  expect_bitcast_like_memcpy<uint16_t, int8_t>(dtypes::uint16, dtypes::int8);
+  Tensor f(std::vector<float>{1.0f, -2.0f});
+  EXPECT_EQ(f.bitcast(dtypes::uint16).to_vector<uint16_t>(), (std::vector<uint16_t>{0x0000, 0x3f80, 0x0000, 0xc000}));
+  EXPECT_EQ(f.bitcast(dtypes::uint8).bitcast(dtypes::float32).to_vector<float>(), (std::vector<float>{1.0f, -2.0f}));
+  EXPECT_THROW(Tensor::zeros({3}, dtypes::int8).bitcast(dtypes::float16), kiln::Error);  // 3 bytes, not whole halves
+  EXPECT_THROW(Tensor::full({}, 1.0).bitcast(dtypes::int8), kiln::Error);                 // no last axis
 }
 
 }  // namespace

@@ -229,6 +229,16 @@ TEST(Errors, FlipFlattenSqueezeUnsqueeze) {
   EXPECT_KILN_ERROR(t.flatten(3), "axis", "3");
 }
 
+// 0-d tensors have no axis to join along (tinygrad and PyTorch refuse too); a scan of one is itself.
+TEST(Errors, CatOfZeroDimensionalTensors) {
+  Tensor s = Tensor::full({}, 3.5);
+  EXPECT_KILN_ERROR(Tensor::cat({s, s}), "cat: zero-dimensional tensor (at position 0) cannot be concatenated");
+  EXPECT_KILN_ERROR(Tensor::cat({Tensor::ones({1}), s}), "cat: zero-dimensional tensor (at position 1)");
+  Tensor scan = s.cumsum();
+  EXPECT_EQ(scan.shape(), Shape{});
+  EXPECT_EQ(scan.item<float>(), 3.5f);
+}
+
 TEST(Errors, ArangeArguments) {
   EXPECT_KILN_ERROR(Tensor::arange(0, 5, 0), "arange", "step", "0");
   EXPECT_KILN_ERROR(Tensor::arange(0, INFINITY), "arange", "finite", "inf");
@@ -312,6 +322,53 @@ TEST(Errors, TooManyElementsForInt32Indexing) {
   Tensor a = Tensor::ones({2048, 1024}), b = Tensor::ones({1024, 2048});  // 2^32 products
   // the matmul, and on the CPU perhaps a copy of b in column panels (reduce.cpp)
   EXPECT_LE(a.matmul(b).schedule().size(), 2u);
+}
+
+// The kinds Python maps to IndexError, ValueError, TypeError (tinygrad's and mostly PyTorch's choices).
+TEST(Errors, KindsOfErrors) {
+  Tensor t = t23(), s = Tensor::full({}, 2.0);
+  EXPECT_THROW(t.sum({2}), kiln::IndexError);
+  EXPECT_THROW(s.sum({1}), kiln::IndexError);
+  EXPECT_THROW(t.cumsum(-3), kiln::IndexError);
+  EXPECT_THROW(s.cumsum(1), kiln::IndexError);
+  EXPECT_THROW(t.squeeze(2), kiln::IndexError);
+  EXPECT_THROW(Tensor::stack({t}, 4), kiln::IndexError);
+  EXPECT_THROW(t.unfold(2, 1, 1), kiln::IndexError);
+  EXPECT_THROW(Tensor::zeros({2, -3}), kiln::ValueError);
+  EXPECT_THROW(Tensor::rand({-1}), kiln::ValueError);
+  EXPECT_THROW(t.repeat({2}), kiln::ValueError);
+  EXPECT_THROW(t.repeat({2, -1}), kiln::ValueError);
+  EXPECT_THROW(t.reshape({4, 2}), kiln::ValueError);
+  EXPECT_THROW(Tensor::full({2}, 1.0, kiln::dtypes::int32).one_hot(-1), kiln::ValueError);
+  EXPECT_THROW(t.scatter(0, Tensor::zeros({1, 3}, kiln::dtypes::int32), t, "typo"), kiln::TypeError);
+  // the rest stay plain kiln::Error; every kind is one
+  EXPECT_THROW(t.reshape({-1, -1}), kiln::Error);
+  try {
+    t.reshape({-1, -1});
+  } catch (const kiln::Error& e) {
+    EXPECT_EQ(dynamic_cast<const kiln::ValueError*>(&e), nullptr) << e.what();
+  }
+  try {
+    kiln::throw_not_implemented("op: mode ", 3);
+  } catch (const kiln::Error& e) {
+    EXPECT_NE(dynamic_cast<const kiln::NotImplementedError*>(&e), nullptr);
+    EXPECT_STREQ(e.what(), "op: mode 3");
+  }
+}
+
+// A 0-d tensor's one implicit axis (0 or -1, as PyTorch): ops along it see shape (1,).
+TEST(Errors, ZeroDimensionalTensorsTakeAxisZeroAndMinusOne) {
+  Tensor s = Tensor::full({}, 1.5);
+  for (int axis : {0, -1}) {
+    EXPECT_EQ(s.sum({axis}).shape(), Shape{});
+    EXPECT_EQ(s.sum({axis}).item<float>(), 1.5f);
+    EXPECT_EQ(s.squeeze(axis).shape(), Shape{});
+    EXPECT_EQ(s.cumprod(axis).item<float>(), 1.5f);
+    EXPECT_EQ(s.log_softmax(axis).item<float>(), 0.0f);  // x - log(exp(x))
+    EXPECT_EQ(s.softmax(axis).item<float>(), 1.0f);
+    EXPECT_FLOAT_EQ(s.logsumexp(axis).item<float>(), 1.5f);
+    EXPECT_EQ(s.logsumexp(axis, true).shape(), Shape{});
+  }
 }
 
 }  // namespace

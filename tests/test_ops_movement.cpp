@@ -5,10 +5,12 @@
 
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "error_message.h"
 #include "kiln/dtype.h"
 #include "kiln/error.h"
 #include "kiln/tensor.h"
@@ -164,6 +166,31 @@ TEST(Shrink, RangesPerAxis) {
   Tensor empty = m.t.shrink({{3, 3}, {0, 13}});
   EXPECT_EQ(empty.shape(), (Shape{0, 13}));
   EXPECT_TRUE(empty.to_vector<float>().empty());
+}
+
+// tinygrad's shrink_to / pad_to: every axis cut or padded at its end, nullopt keeping one
+TEST(ShrinkToPadTo, CutAndPadEachAxisAtItsEnd) {
+  Pair m = distinct({4, 8});
+  EXPECT_TRUE(kt::matches(m.t.shrink_to({2, 2}), ref::shrink(m.ref, {{0, 2}, {0, 2}})));
+  EXPECT_TRUE(kt::matches(m.t.shrink_to({std::nullopt, 3}), ref::shrink(m.ref, {{0, 4}, {0, 3}})));
+  EXPECT_TRUE(kt::matches(m.t.shrink_to({0, 8}), NdArray({0, 8})));
+  EXPECT_TRUE(kt::matches(m.t.pad_to({6, std::nullopt}), ref::pad(m.ref, {{0, 2}, {0, 0}})));
+  EXPECT_TRUE(kt::matches(m.t.pad_to({5, 11}, -1.5), ref::pad(m.ref, {{0, 1}, {0, 3}}, -1.5)));
+  EXPECT_TRUE(kt::matches(m.t.pad_to({4, 8}, 7), m.ref));  // nothing to pad: the fill is unused
+  NdArray i = ref::random_int({3}, 2001, -9, 9);
+  Tensor padded = kt::make(i, dtypes::int32).pad_to({5}, 2);
+  EXPECT_EQ(padded.dtype(), dtypes::int32);
+  EXPECT_TRUE(kt::matches(padded, ref::pad(i, {{0, 2}}, 2)));
+}
+
+TEST(ShrinkToPadTo, SizesInTheWrongDirectionOrCountAreErrors) {
+  Tensor t = Tensor::ones({4, 8});
+  EXPECT_NE(kt::error_of([&] { t.shrink_to({5, 8}); }).find("shrink_to: size 5 for axis 0 of shape (4, 8) must be "
+                                                           "between 0 and 4"), std::string::npos);
+  EXPECT_NE(kt::error_of([&] { t.shrink_to({2}); }).find("shrink_to: expected 2 sizes"), std::string::npos);
+  EXPECT_NE(kt::error_of([&] { t.pad_to({4, 7}); }).find("pad_to: size 7 for axis 1 of shape (4, 8) must be at "
+                                                         "least 8"), std::string::npos);
+  EXPECT_NE(kt::error_of([&] { t.pad_to({4, 8, 1}); }).find("pad_to: expected 2 sizes"), std::string::npos);
 }
 
 TEST(Flip, SingleMultipleAndNegativeAxes) {

@@ -116,7 +116,7 @@ TEST(Vectorize, NarrowOutputsVectorizeTheReducedAxis) {
 TEST(Vectorize, OutputsShorterThanAVectorVectorizeTheReducedAxis) {
   // a 1-channel 5x5 conv's weight gradient: its outputs run along a 5-wide kernel row, 4 + 1 of
   // AVX2's 8 lanes, while both loads are contiguous along the output row they sum over: that row
-  // becomes the vector axis (UNROLL; the first MNIST conv's weight gradient ~2.7x faster on a Zen 3)
+  // becomes the vector axis (UNROLL, as for the first MNIST conv's weight gradient)
   ref::NdArray x = ref::random({2, 1, 12, 12}, 30), w = ref::random({4, 1, 5, 5}, 31), g = ref::random({2, 4, 8, 8}, 32);
   Tensor wt = kt::make(w).requires_grad_();
   Tensor dw = (kt::make(x).conv2d(wt) * kt::make(g)).sum().gradient({wt}).at(0);
@@ -254,7 +254,7 @@ TEST(Vectorize, PaddedInputsOfAConvolutionAreCopiedWithoutRemainders) {
 
 TEST(Vectorize, TransposedCopiesAreTiled) {
   // NHWC -> NCHW plus a bias: the stores run along W, the loads along C (a line apart along W);
-  // the tile takes 16 channels x 4 pixels, so each loaded line serves 16 stores (heuristics.cpp)
+  // the tile takes 16 channels x 4 pixels, so each loaded line serves 16 stores (codegen/heuristics/)
   ref::NdArray x = ref::random({3, 5, 8, 32}, 21), b = ref::random({1, 32, 1, 1}, 22);
   Tensor t = kt::make(x).permute({0, 3, 1, 2}) + kt::make(b);
   codegen::Program p = program_of(t);
@@ -272,7 +272,7 @@ TEST(Vectorize, TransposedCopiesAreTiled) {
 TEST(Vectorize, TransposeTilesShrinkToKeepPerChannelInputsInRegisters) {
   // NHWC -> NCHW through 7 per-channel inputs (a BatchNorm backward's scales and shifts): each is
   // kept for every pixel of a tile row, so the tile takes 4 channels (7 x 4 values: about 16 or
-  // 32 registers) where one input alone leaves it 16 (heuristics.cpp)
+  // 32 registers) where one input alone leaves it 16 (codegen/heuristics/)
   ref::NdArray x = ref::random({2, 4, 8, 32}, 32);
   std::vector<ref::NdArray> params;
   for (int i = 0; i < 7; i++) params.push_back(ref::random({1, 32, 1, 1}, 33 + i));
@@ -299,7 +299,7 @@ TEST(Vectorize, TransposeTilesShrinkToKeepPerChannelInputsInRegisters) {
 TEST(Vectorize, GatheringReductionsKeepOneAccumulatorRow) {
   // per (image, channel) sums of x (NCHW: a channel is 64 floats from the next) times g (NHWC):
   // the channels become 8-lane vectors gathered from x; more images per step would only add
-  // gathers and registers, not hide latency (heuristics.cpp), so one row of 8 channels it is
+  // gathers and registers, not hide latency (codegen/heuristics/), so one row of 8 channels it is
   ref::NdArray x = ref::random({4, 32, 8, 8}, 41), g = ref::random({4, 8, 8, 32}, 42);
   const Tensor t = (kt::make(x) * kt::make(g).permute({0, 3, 1, 2})).sum({2, 3});
   const codegen::Program p = program_of(t, 32);
@@ -316,7 +316,7 @@ TEST(Vectorize, GatheringReductionsKeepOneAccumulatorRow) {
 
 TEST(Vectorize, ShortInnerLoopsAreUpcastWhole) {
   // x*a+b stored in 2x2 max-pool windows: the innermost loops are 2, 2 and then 5 long; upcast
-  // whole (20 elements in straight-line code) the compiler packs them (heuristics.cpp)
+  // whole (20 elements in straight-line code) the compiler packs them (codegen/heuristics/)
   ref::NdArray x = ref::random({3, 4, 10, 10}, 24), a = ref::random({1, 4, 1, 1}, 25);
   Tensor t = (kt::make(x) * kt::make(a)).reshape({3, 4, 5, 2, 5, 2}).permute({0, 1, 2, 4, 3, 5}).contiguous();
   codegen::Program p = program_of(t);

@@ -127,6 +127,9 @@ class Device {
   // 64-byte vectors), as such an output evicts itself before the next kernel reads it; reductions
   // over inputs bigger than it prefetch their next slab (codegen/prefetch.cpp).
   virtual int64_t last_level_cache_bytes() const;
+  // The size of one core's L2 cache in bytes; 0 (the default): unknown. What a kernel may keep
+  // close to a core across loop iterations (e.g. the panels of a matmul operand).
+  virtual int64_t l2_cache_bytes() const;
   // Work-groups: the most work-items one may have, and the local (shared) memory it may use, in
   // bytes. 0 (the default) means none: kernels run as core_ids only and kiln never makes LOCAL or
   // GROUP opts for the device.

@@ -7,6 +7,7 @@
 #include "kiln/error.h"
 #include "kiln/jit.h"
 #include "kiln/nn/datasets.h"
+#include "kiln/nn/gguf.h"
 #include "kiln/nn/layers.h"
 #include "kiln/nn/optim.h"
 #include "kiln/nn/state.h"

@@ -54,6 +54,11 @@ class Tensor {
   template <std::integral I>
   static Tensor full(Shape shape, I value, DType dtype = dtypes::float32);
   static Tensor empty(Shape shape, DType dtype = dtypes::float32);
+  // A tensor over `shape`'s elements of `dtype` at host address `ptr`, as tinygrad's from_blob: it
+  // reads the memory in place (never writes it, never frees it), so the memory must outlive every
+  // use. Where the default device does not compute on host memory, or ptr is misaligned for dtype,
+  // the bytes are copied in at once instead.
+  static Tensor from_blob(const void* ptr, Shape shape, DType dtype = dtypes::float32);
   // [start, stop) in steps; without a dtype: int32 when start, stop and step are whole numbers,
   // else float32 (tinygrad's rule, by value since C++ passes them all as doubles).
   static Tensor arange(double start, double stop, double step = 1, std::optional<DType> dtype = {});
@@ -165,7 +170,7 @@ class Tensor {
   template <Scalar S> Tensor where(S if_true, const Tensor& if_false) const;
   template <Scalar A, Scalar B> Tensor where(A if_true, B if_false) const;
   Tensor cast(DType dtype) const;
-  Tensor bitcast(DType dtype) const;  // same itemsize: reinterpret the bits
+  Tensor bitcast(DType dtype) const;  // reinterpret the bits; another itemsize rescales the last axis
 
   // ---- reductions (axes may be negative; empty = all axes)
   Tensor sum(std::vector<int> axes = {}, bool keepdim = false) const;
@@ -196,6 +201,10 @@ class Tensor {
   // tinygrad's pad(mode=, value=): negative amounts crop (circular: not supported)
   Tensor pad(const Pairs& padding, PadMode mode, double value = 0) const;
   Tensor shrink(std::vector<std::pair<int64_t, int64_t>> bounds) const; // [begin, end) per axis
+  // tinygrad's shrink_to / pad_to: each axis cut (or padded with `value`) at its end to the given
+  // size; nullopt keeps an axis. A size past the axis (shrink_to) or short of it (pad_to) is an error.
+  Tensor shrink_to(const std::vector<std::optional<int64_t>>& shape) const;
+  Tensor pad_to(const std::vector<std::optional<int64_t>>& shape, double value = 0) const;
   Tensor flip(std::vector<int> axes) const;
   Tensor transpose(int a = 0, int b = 1) const;
   Tensor flatten(int start_dim = 0, int end_dim = -1) const;
@@ -318,6 +327,9 @@ class Tensor {
   std::pair<Tensor, Tensor> var_mean(std::vector<int> axes = {}, bool keepdim = false, double correction = 1) const;
   std::pair<Tensor, Tensor> std_mean(std::vector<int> axes = {}, bool keepdim = false, double correction = 1) const;
   Tensor normalize(double p = 2, int dim = 1, double eps = 1e-12) const;  // this / max(p-norm along dim, eps)
+  // `steps` iterations of G <- sum_i params[i] (G G^T)^i G on the last two axes, from this scaled to
+  // Frobenius norm 1 (Muon's orthogonalization); a tall matrix goes through its transpose.
+  Tensor newton_schulz(int steps, const std::vector<double>& params, double eps = 1e-7) const;
   Tensor dropout(double p = 0.5) const;  // only while Tensor::training
   Tensor gelu(std::string_view approximate = "tanh") const;  // "tanh" (tinygrad's default) or "none" (exact, erf)
   Tensor quick_gelu() const, silu() const, swish() const, relu6() const, hardswish() const,

@@ -21,5 +21,7 @@ void bind_nn(py::module_& m);                        // layers and optimizers
 void bind_state(py::module_& m);                     // safetensors and datasets
 void bind_runtime(py::module_& m);                   // counters, devices, settings
 void bind_jit(py::module_& m);                       // TinyJit's capture and replay
+void bind_llm_tokenizer(py::module_& m);             // language models' tokenizers
+void bind_llm(py::module_& m);                       // language models: the model, its KV cache, generation
 
 }  // namespace kiln::python

@@ -12,10 +12,11 @@ namespace {
 
 using namespace kiln::nn;
 
-// __call__, state_dict and __copy__, which every layer has.
-template <class Layer>
-py::class_<Layer> layer(py::module_& m, const char* name) {
-  return py::class_<Layer>(m, name)
+// __call__, state_dict and __copy__, which every layer has (a layer deriving from another names it
+// in Bases).
+template <class Layer, class... Bases>
+py::class_<Layer, Bases...> layer(py::module_& m, const char* name) {
+  return py::class_<Layer, Bases...>(m, name)
       .def("__call__", &Layer::operator())
       .def("state_dict", [](const Layer& l) { return get_state_dict(l); })
       // a copy sharing the tensors (handles), which kiln.nn's deepcopy then replaces by copies
@@ -67,6 +68,14 @@ void bind_layers(py::module_& m) {
       .def_readonly("num_groups", &GroupNorm::num_groups)
       .def_readonly("num_channels", &GroupNorm::num_channels)
       .def_readonly("eps", &GroupNorm::eps);
+  layer<InstanceNorm, GroupNorm>(m, "InstanceNorm").def(py::init<int64_t, double, bool>());
+  layer<LayerNorm2d, LayerNorm>(m, "LayerNorm2d").def(py::init<Shape, double, bool>());
+  layer<LSTMCell>(m, "LSTMCell")
+      .def(py::init<int64_t, int64_t, bool>())
+      .def_readwrite("weight_ih", &LSTMCell::weight_ih)
+      .def_readwrite("weight_hh", &LSTMCell::weight_hh)
+      .def_readwrite("bias_ih", &LSTMCell::bias_ih)
+      .def_readwrite("bias_hh", &LSTMCell::bias_hh);
   layer<RMSNorm>(m, "RMSNorm")
       .def(py::init<int64_t, double, bool>())
       .def_readwrite("weight", &RMSNorm::weight)
@@ -88,9 +97,16 @@ void bind_optimizers(py::module_& m) {
       .def_readonly("params", &Optimizer::params)
       .def_readonly("lr_tensor", &Optimizer::lr_tensor);
   py::class_<SGD, Optimizer>(m, "SGD").def(py::init<std::vector<Tensor>, double, double, double, bool>());
-  py::class_<LAMB, Optimizer>(m, "LAMB").def(py::init<std::vector<Tensor>, double, double, double, double, double, bool>());
+  py::class_<LAMB, Optimizer>(m, "LAMB")
+      .def(py::init<std::vector<Tensor>, double, double, double, double, double, bool>())
+      .def_readonly("m", &LAMB::m)
+      .def_readonly("v", &LAMB::v)
+      .def_readonly("b1_t", &LAMB::b1_t)
+      .def_readonly("b2_t", &LAMB::b2_t);
   py::class_<Adam, LAMB>(m, "Adam").def(py::init<std::vector<Tensor>, double, double, double, double>());
   py::class_<AdamW, LAMB>(m, "AdamW").def(py::init<std::vector<Tensor>, double, double, double, double, double>());
+  py::class_<Muon, Optimizer>(m, "Muon")
+      .def(py::init<std::vector<Tensor>, double, double, double, int, std::vector<double>, bool>());
   // Schedules keep a reference to their optimizer (keep_alive), which they set the rate of.
   py::class_<LRScheduler>(m, "LRScheduler")
       .def("step", &LRScheduler::step)

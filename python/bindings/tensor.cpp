@@ -72,6 +72,10 @@ void bind_tensor(py::module_& m, PyTensor& tensor) {
       .def_static("full", static_cast<Tensor (*)(Shape, uint64_t, DType)>(&Tensor::full<uint64_t>))
       .def_static("full", static_cast<Tensor (*)(Shape, double, DType)>(&Tensor::full))
       .def_static("empty", &Tensor::empty)
+      // an address as a Python int (numpy's arr.ctypes.data)
+      .def_static("from_blob", [](uintptr_t ptr, Shape shape, DType dtype) {
+        return Tensor::from_blob(reinterpret_cast<const void*>(ptr), std::move(shape), dtype);
+      })
       .def_static("arange", static_cast<Tensor (*)(double, double, double, std::optional<DType>)>(&Tensor::arange))
       .def_static("eye", &Tensor::eye)
       .def_static("rand", &Tensor::rand)
@@ -103,9 +107,20 @@ void bind_tensor(py::module_& m, PyTensor& tensor) {
       .def_property_readonly("uop", &Tensor::uop)
       // ---- autograd
       .def_property_readonly("requires_grad", &Tensor::requires_grad)
-      .def("requires_grad_", [](Tensor& t, bool on) { return t.requires_grad_(on); })
+      // None: off, but backward(every_live=True) may fill it; False: never (tinygrad's three states)
+      .def("requires_grad_",
+           [](Tensor& t, std::optional<bool> on) {
+             TensorRegistry::impl_of(t)->never_needs_grad = on == false;
+             return t.requires_grad_(on.value_or(false));
+           })
       .def_property("grad", &Tensor::grad, [](Tensor& t, std::optional<Tensor> g) { t.set_grad(std::move(g)); })
-      .def("backward", [](Tensor& t, std::optional<Tensor> gradient) { return t.backward(std::move(gradient)); })
+      .def(
+          "backward",
+          [](Tensor& t, std::optional<Tensor> gradient, bool every_live) {
+            if (every_live) backward_live(t, std::move(gradient));
+            else t.backward(std::move(gradient));
+          },
+          py::arg("gradient") = py::none(), py::arg("every_live") = false)
       .def("gradient", &Tensor::gradient)
       .def("detach", &Tensor::detach)
       .def("assign", [](Tensor& t, const Tensor& value) { return t.assign(value); });

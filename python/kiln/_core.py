@@ -7,3 +7,6 @@ except ImportError as e:
 
 KilnError = _kiln.KilnError  # every error of the C++ engine (bad shapes, dtypes, axes, files...); a RuntimeError
 KilnError.__module__ = "kiln"  # shown as kiln.KilnError in tracebacks
+# The kinds, each both a KilnError and the Python built-in of its name (an axis out of range is an IndexError...).
+KilnIndexError, KilnValueError = _kiln.KilnIndexError, _kiln.KilnValueError
+KilnTypeError, KilnNotImplementedError = _kiln.KilnTypeError, _kiln.KilnNotImplementedError

@@ -20,6 +20,12 @@ class dtypes:
   fp8e4m3, fp8e5m2, fp8e4m3fnuz, fp8e5m2fnuz = _named("fp8e4m3"), _named("fp8e5m2"), _named("fp8e4m3fnuz"), _named("fp8e5m2fnuz")
   fp8_ocp, fp8_fnuz = (fp8e4m3, fp8e5m2), (fp8e4m3fnuz, fp8e5m2fnuz)
   fp8s = fp8_ocp + fp8_fnuz
+  # tinygrad's groups, for `dtype in dtypes.floats` and parametrized tests
+  floats = fp8s + (float16, bfloat16, float32, float64)
+  uints, sints = (uint8, uint16, uint32, uint64), (int8, int16, int32, int64)
+  ints = uints + sints
+  int8s, int16s, int32s, int64s = (uint8, int8), (uint16, int16), (uint32, int32), (uint64, int64)
+  all = floats + ints + (bool,)  # noqa: A003
   # tinygrad's C-style aliases
   char, short, int, long = int8, int16, int32, int64
   uchar, ushort, uint, ulong = uint8, uint16, uint32, uint64
@@ -54,10 +60,11 @@ class dtypes:
   def max(x: DType): return builtins.int(x.max) if x.is_int or x.is_bool else x.max
 
 def to_dtype(x: DType | str) -> DType:
-  """A DType from a DType or a name (kiln's "float32" or tinygrad's aliases like "float", "half")."""
+  """A DType from a DType or a name (kiln's "float32" or tinygrad's aliases like "float", "half"). Anything
+  else is an AttributeError, as tinygrad's lookup of the name on dtypes gives."""
   if isinstance(x, DType): return x
   if isinstance(x, str) and isinstance(d := getattr(dtypes, x, None), DType): return d
-  raise TypeError(f"not a dtype: {x!r}")
+  raise AttributeError(f"not a dtype: {x!r} (expected a DType or the name of one, such as 'float32')")
 
 def int_range(x: DType) -> tuple[int, int]:
   """The smallest and largest value of the integer dtype `x`."""
@@ -67,6 +74,12 @@ def int_range(x: DType) -> tuple[int, int]:
 def fits(v: int, x: DType) -> builtins.bool:
   lo, hi = int_range(x)
   return lo <= v <= hi
+
+def wrap_int(v: int, x: DType) -> int:
+  """`v` modulo 2**bits in the integer dtype `x`'s range, as a C cast: -1 in uint8 is 255, 2**32 in int32 is 0."""
+  bits = 8 * x.itemsize
+  v &= (1 << bits) - 1
+  return v - (1 << bits) if not x.is_unsigned and v >> (bits - 1) else v
 
 def int_dtype_for(lo: int, hi: int) -> DType:
   """The dtype Python ints from `lo` to `hi` become: default_int, else int64, else uint64 (NumPy's

@@ -53,13 +53,11 @@ def per_axis(x: int | tuple, dims: int, what: str) -> list[int]:
   if len(sizes) != dims: raise ValueError(f"{what}={x} needs one value or {dims} (one per spatial axis)")
   return list(sizes)
 
-def pool_pads(padding: int | tuple, dims: int, op: str = "pool") -> list[tuple[int, int]]:
+def pool_pads(padding: int | tuple, dims: int) -> list[tuple[int, int]]:
   """tinygrad's conv/pool padding as (before, after) per spatial axis: an int for all sides, one per
-  axis (both sides), or 2*dims flat as PyTorch's pad ((left, right, top, bottom) in 2-D). Only the
-  sequences may crop (be negative); a negative int is an error, as in PyTorch."""
-  if isinstance(padding, int):
-    if padding < 0: raise _kiln.KilnError(f"{op}: padding must be >= 0, got {padding} (the per-axis (before, after) form crops)")
-    return [(padding, padding)] * dims
+  axis (both sides), or 2*dims flat as PyTorch's pad ((left, right, top, bottom) in 2-D). Negative
+  amounts crop, as tinygrad's (PyTorch rejects them)."""
+  if isinstance(padding, int): return [(padding, padding)] * dims
   if len(padding) == dims: return [(p, p) for p in padding]
   if len(padding) == 2 * dims: return pairs_from_flat(padding)
   raise ValueError(f"padding={padding} needs an int or a sequence of {dims} or {2 * dims} values")

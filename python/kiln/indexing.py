@@ -11,9 +11,10 @@ from kiln.helpers import prod
 
 def getitem(x, indices):
   from kiln.tensor import Tensor
-  # one list of ints is one advanced index; a tuple holds one index per axis
+  # one list of ints is one advanced index; a tuple holds one index per axis, where a list or tuple
+  # (of ints, nested) is an advanced index as a tensor is (tinygrad's rule)
   if not isinstance(indices, tuple) or not indices: indices = (indices,)
-  indices = [Tensor(i) if isinstance(i, list) else i for i in indices]
+  indices = [Tensor(i) if isinstance(i, (list, tuple)) else i for i in indices]
   if sum(i is Ellipsis for i in indices) > 1: raise IndexError("an index can only have a single ellipsis ('...')")
   consumed = sum(i is not None and i is not Ellipsis for i in indices)
   if consumed > x.ndim: raise IndexError(f"too many indices ({consumed}) for a tensor of {x.ndim} dims")

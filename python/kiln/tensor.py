@@ -11,7 +11,7 @@ from contextlib import ContextDecorator
 from typing import Callable
 from kiln._core import _kiln
 from kiln.device import Device
-from kiln.dtype import DType, dtypes, fits, int_dtype_for, int_range, storage_dtype, to_dtype, to_numpy_dtype
+from kiln.dtype import DType, dtypes, int_dtype_for, storage_dtype, to_dtype, to_numpy_dtype, wrap_int
 from kiln.helpers import argfix
 from kiln.indexing import getitem
 from kiln.mixin.elementwise import ElementwiseMixin
@@ -40,10 +40,12 @@ def _from_python(data, dtype: DType | None) -> _kiln.Tensor:
   tensor reads its memory in place (later changes to the array show in the tensor); anything else
   is copied into a new buffer."""
   import numpy as np
+  if data is None: data = []  # tinygrad's Tensor(None): empty, of shape (0,)
   if isinstance(data, np.generic): data = np.asarray(data)
   if isinstance(data, bytes): data = np.frombuffer(data, dtype=np.uint8)
   if isinstance(data, (bool, int, float, list, tuple)):
     dtype = _data_dtype(data, dtype)
+    if dtype.is_int: data = _wrap_ints(data, dtype)
     # bfloat16 and the fp8s have no NumPy type: go through float32 and cast on the device
     data = np.array(data, dtype=to_numpy_dtype(dtype) or np.float32)
   if not isinstance(data, np.ndarray): raise TypeError(f"can't create a Tensor from {type(data).__name__}")
@@ -55,21 +57,22 @@ def _from_python(data, dtype: DType | None) -> _kiln.Tensor:
 
 def _data_dtype(data, dtype: DType | None) -> DType:
   """`dtype`, or tinygrad's rule for Python data: all bools -> bool, all ints -> default_int (int64 or
-  uint64 for ints it cannot hold), else default_float. Ints that the integer dtype cannot hold are an
-  error (NumPy 1.x would wrap them)."""
+  uint64 for ints it cannot hold), else default_float."""
+  if dtype is not None: return dtype
   flat, stack = [], [data]
   while stack:
     x = stack.pop()
     if isinstance(x, (list, tuple)): stack.extend(x)
     else: flat.append(x)
   ints = [int(x) for x in flat if isinstance(x, int)]  # bools among ints count as 0 and 1
-  if dtype is not None:
-    if dtype.is_int and (bad := [x for x in ints if not fits(x, dtype)]):
-      lo, hi = int_range(dtype)
-      raise OverflowError(f"Python int {bad[0]} does not fit {dtype.name} (from {lo} to {hi})")
-    return dtype
   if flat and all(isinstance(x, bool) for x in flat): return dtypes.bool
   return int_dtype_for(min(ints), max(ints)) if flat and len(ints) == len(flat) else dtypes.default_float
+
+def _wrap_ints(data, dtype: DType):
+  """Python ints of `data` (nested lists) wrapped into the integer dtype as tinygrad's (a C cast): Tensor([-1],
+  dtype=uint8) holds 255. NumPy would raise for them instead."""
+  if isinstance(data, (list, tuple)): return [_wrap_ints(x, dtype) for x in data]
+  return wrap_int(data, dtype) if type(data) is int else data
 
 class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, RearrangeMixin, SortMixin, NNMixin, HashingMixin,
              metaclass=_TensorMeta):
@@ -92,7 +95,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, RearrangeMixin, SortM
   def _finish(t: _kiln.Tensor, device: str | None, requires_grad: bool | None) -> _kiln.Tensor:
     """The device and requires_grad keywords every creation function takes."""
     if device is not None: t = t.to(Device.canonicalize(device))
-    if requires_grad: t.requires_grad_(True)
+    if requires_grad is not None: t.requires_grad_(requires_grad)
     return t
 
   # ***** properties *****
@@ -178,7 +181,11 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, RearrangeMixin, SortM
     if self.numel() != 1: raise ValueError(f"item: expected a tensor with one element, got shape {self.shape}")
     return self.numpy().reshape(()).item()
   def contiguous(self) -> Tensor: return self._wrap(self._t.contiguous())
-  def clone(self) -> Tensor: return self.contiguous()
+  def clone(self) -> Tensor:
+    """A copy of the data, with a copy of its grad (tinygrad's)."""
+    out = self.contiguous()
+    if (g := self.grad) is not None: out.grad = g.contiguous()
+    return out
   def detach(self) -> Tensor: return self._wrap(self._t.detach())
   def to(self, device: str | None) -> Tensor: return self._wrap(self._t.to(Device.canonicalize(device)))
   def cast(self, dtype: DType | str) -> Tensor: return self._wrap(self._t.cast(to_dtype(dtype)))
@@ -204,6 +211,15 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, RearrangeMixin, SortM
   @staticmethod
   def empty(*shape, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
     return Tensor._create(_kiln.Tensor.empty(list(argfix(*shape)), to_dtype(dtype or dtypes.default_float)), device, **kwargs)
+
+  @staticmethod
+  def from_blob(ptr: int, shape: tuple[int, ...], device: str | None = None, dtype: DType | str | None = None,
+                **kwargs) -> Tensor:
+    """A tensor over the host memory at address `ptr` (e.g. `arr.ctypes.data`), as tinygrad's: it reads
+    the memory in place without taking ownership, so the memory must outlive the tensor. Where the
+    device cannot read host memory in place, the bytes are copied at once."""
+    t = _kiln.Tensor.from_blob(ptr, list(argfix(shape)), to_dtype(dtype or dtypes.default_float))
+    return Tensor._create(t, device, **kwargs)
 
   @staticmethod
   def full(shape, fill_value, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None) -> Tensor:
@@ -270,6 +286,9 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, RearrangeMixin, SortM
     return Tensor._random(_kiln.Tensor.rand, shape, dtype, **kwargs)
   @staticmethod
   def randn(*shape, dtype: DType | str | None = None, **kwargs) -> Tensor:
+    """Standard normal draws; a non-float dtype gets them cast from default_float, as tinygrad's."""
+    if dtype is not None and not (dtype := to_dtype(dtype)).is_float:
+      return Tensor._random(_kiln.Tensor.randn, shape, None, **kwargs).cast(dtype)
     return Tensor._random(_kiln.Tensor.randn, shape, dtype, **kwargs)
   @staticmethod
   def normal(*shape, mean=0.0, std=1.0, dtype: DType | str | None = None, **kwargs) -> Tensor:
@@ -320,13 +339,14 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, RearrangeMixin, SortM
   # ***** autograd *****
 
   def requires_grad_(self, requires_grad: bool | None = True) -> Tensor:
-    self._t.requires_grad_(bool(requires_grad))
+    self._t.requires_grad_(None if requires_grad is None else bool(requires_grad))
     self._requires_grad = requires_grad
     return self
 
   def backward(self, gradient: Tensor | None = None) -> Tensor:
-    """Adds d self / d t to t.grad for every tensor t it depends on that requires a gradient."""
-    self._t.backward(None if gradient is None else gradient._t)
+    """Adds d self / d t to t.grad for every live float tensor t it depends on (tinygrad's rule: no
+    requires_grad needed), except those with requires_grad False."""
+    self._t.backward(None if gradient is None else gradient._t, every_live=True)
     return self
 
   def gradient(self, *targets: Tensor, gradient: Tensor | None = None) -> list[Tensor]:

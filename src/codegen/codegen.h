@@ -39,6 +39,7 @@ struct Target {
   // The last-level cache's size (0: unknown). Kernels that store more store whole cache lines past
   // the caches; reductions over bigger inputs prefetch (prefetch.cpp).
   int64_t cache_bytes = 0;
+  int64_t l2_cache_bytes = 0;  // one core's L2 (0: unknown): what stays near a core across a loop
 };
 
 // UPCAST ranges → copies of the statements that use them, one per value of the range; the

@@ -86,7 +86,7 @@ UOpRef expand_upcasts(const UOpRef& sink_in, int vector_bytes) {
   std::vector<const UOp*> copied = upcasts;
   std::erase(copied, vector);
   const auto copies = assignments(copied);
-  // A copy of a stacked piece (heuristics.cpp) is folded before the vector lanes take its place: its
+  // A copy of a stacked piece (codegen/heuristics/) is folded before the vector lanes take its place: its
   // gates are then constants that drop the other pieces (a splat of one would not fold).
   const auto stacked_loops = stacked_ranges(sink);
   const bool stacked = std::any_of(copied.begin(), copied.end(), [&](const UOp* r) { return stacked_loops.count(r) > 0; });

@@ -19,7 +19,7 @@
 // On devices with work-groups the THREAD loop is shared among the work-groups (core_id is the
 // group id; there may be as many groups as iterations); a kernel has at most 3 LOCAL and GROUP axes (the launch's dimensions) and one GROUP.
 // The split keeps the outer loop's id; the inner loop gets the next free id. Opts are applied in
-// order, so a list of them replays exactly: the hand-written heuristics (heuristics.cpp) and BEAM
+// order, so a list of them replays exactly: the hand-written heuristics (heuristics/) and BEAM
 // search (engine/beam_search.cpp) both produce such lists.
 #include <cstdint>
 #include <string>
@@ -81,7 +81,7 @@ std::unordered_set<const UOp*> ranges_under_reductions(const UOpRef& ast);
 // The loops some load's gate holds at one value: the stacked loops of a stack's or cat's pieces.
 std::unordered_set<const UOp*> stacked_ranges(const UOpRef& ast);
 
-// Opts chosen by hand-written rules (heuristics.cpp): THREAD for big kernels, register tiles for
+// Opts chosen by hand-written rules (heuristics/rules.h): THREAD for big kernels, register tiles for
 // reductions, vector accumulators for reductions along contiguous data; on targets with
 // work-groups, LOCAL tiles of the output and GROUP for reductions with few outputs.
 std::vector<Opt> hand_coded_opts(const UOpRef& ast, const Target& target);

@@ -2,11 +2,10 @@
 // reads a slab of each input per iteration of its output loops, then computes on it, often several
 // times (a register tile re-reads the slab for each block of outputs). The hardware prefetchers
 // stop at page boundaries and run little ahead, so the first pass over each slab waits on memory
-// while the passes after it wait on nothing: the MNIST CNN's Winograd weight gradient took 15.6 ms
-// cold against 7.7 ms with its inputs in cache. Fetching the next slab while the kernel computes on
-// this one overlaps the two. Timed alone (best of 15): that kernel 15.6 -> 10.8 ms, the Winograd
-// forward matmul 11.2 -> 9.4 ms, the first conv's weight gradient 3.9 -> 3.2 ms; the training step
-// ~189 -> ~177 ms.
+// while the passes after it wait on nothing (the MNIST CNN's Winograd weight gradient runs much
+// slower cold than with its inputs in cache). Fetching the next slab while the kernel computes on
+// this one overlaps the two (that kernel, the Winograd forward matmul and the first conv's weight
+// gradient gain most).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -94,8 +93,8 @@ struct Load {
   // Whether memory idles while the kernel computes on a slab: its innermost loop dwells on the
   // lines it reads (a broadcast operand stepping an element at a time), or an output loop inside
   // `along` re-reads them (a register tile's later blocks). A load that takes a new line at every
-  // step streams, and the hardware's prefetchers keep up with it (a Winograd transform pass: 4.0
-  // -> 4.5 ms with prefetches).
+  // step streams, and the hardware's prefetchers keep up with it (a Winograd transform pass, where
+  // prefetches only add instructions).
   bool computes_between_slabs(const std::vector<const UOp*>& open, const UOp* along) const {
     if (within_a_line(open.back())) return true;
     for (auto it = std::find(open.begin(), open.end(), along) + 1; it != open.end(); ++it)

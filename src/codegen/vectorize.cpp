@@ -14,8 +14,8 @@
 //                                                for true, what comparing vectors gives)
 //   a select of float32 values                 → a select of vectors (bitwise, by the mask);
 //                                                selected lane by lane, clang's SLP vectorizer
-//                                                gathered the lanes (Zen 4: a ReLU's gradient
-//                                                transposed to NCHW, 4.1 -> 14 ms)
+//                                                gathered the lanes (a ReLU's gradient
+//                                                transposed to NCHW)
 //   a sum or max (REDUCE ADD/MAX) of such a value → a vector accumulator
 //   anything else (integer math, other comparisons and selects, math functions, gathers)
 //                                              → VECTORIZE of per-lane copies, each reading its

@@ -114,8 +114,8 @@ std::vector<Timed> time_all(runtime::Device& dev, std::vector<std::pair<std::vec
 
 // The search's winner against its start (the faster of no opts and the hand-written ones), timed in
 // alternation. On a noisy machine one candidate's timings can fall in a quiet moment: a winner
-// must beat the start again, side by side, or the start is kept (BEAM's matmul 2048 ran at 0.95x
-// the hand-written opts' speed in one benchmark run).
+// must beat the start again, side by side, or the start is kept (else a lucky timing can make BEAM
+// pick opts slower than the hand-written ones).
 std::vector<Opt> confirm(const UOpRef& ast, runtime::Device& dev, const codegen::Target& target, const KernelBuffers& bufs,
                          const std::vector<Opt>& start, const std::vector<Opt>& winner) {
   const Candidate a = compile_candidate(ast, dev, target, start), b = compile_candidate(ast, dev, target, winner);

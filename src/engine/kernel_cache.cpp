@@ -12,11 +12,8 @@
 #include <unistd.h>
 
 #include "engine/beam_search.h"
-#include "kiln/error.h"
 #include "kiln/ir/pattern_matcher.h"
 #include "runtime/compiler.h"
-#include "runtime/cuda/cuda_compiler.h"
-#include "runtime/cuda/cuda_program.h"
 #include "support/env.h"
 #include "support/parallel.h"
 #include "support/profile.h"
@@ -54,31 +51,6 @@ size_t visible_length(const std::string& s) {
   return n;
 }
 
-// With CHECK_RENDER=CUDA, every kernel the engine compiles for its real device is also generated
-// for CUDA and compiled with NVRTC (never run): the test suites check the CUDA renderer on machines
-// without a GPU, and a kernel NVRTC rejects fails the run like a failed compile for the real device.
-struct RenderCheck {
-  // An A100's resident threads (108 multiprocessors x 2048): any count above 1 renders the same
-  // split of the THREAD axis a real GPU gets.
-  static constexpr int kThreads = 108 * 2048;
-  runtime::cuda::CudaCompiler compiler{runtime::cuda::target_arch("compute_80")};
-
-  codegen::Target target(bool optimize) const {
-    return {&renderer::cuda_renderer(), kThreads, optimize, 0, runtime::cuda::CudaProgram::kMaxBlockThreads,
-            runtime::cuda::CudaProgram::kSharedMemoryBytes};
-  }
-};
-
-// The check CHECK_RENDER asks for, or nullptr when it is unset.
-RenderCheck* render_check() {
-  const std::string language = env::get_string("CHECK_RENDER");
-  if (language.empty()) return nullptr;
-  if (language != "CUDA")
-    throw_error("CHECK_RENDER=", language, ": expected CUDA (the language kiln checks without its device)");
-  static RenderCheck check;  // throws kiln::Error when NVRTC is missing
-  return &check;
-}
-
 // Compiled programs by (kernel AST, device, optimized?). The kernels a schedule still lacks are
 // generated one after the other, then compiled by parallel compiler processes: a cold training step
 // compiles a hundred kernels.
@@ -90,6 +62,11 @@ class KernelCache {
     return *cache_.at(key_of(ast, dev)).second;
   }
 
+  void set_check(KernelCheck check) {
+    std::lock_guard lock(mu_);
+    check_ = std::move(check);
+  }
+
   void prepare(const std::vector<std::pair<UOpRef, runtime::Device*>>& kernels) {
     struct Pending {
       Key key;
@@ -97,7 +74,7 @@ class KernelCache {
       runtime::Device* dev;
       std::unique_ptr<CompiledKernel> kernel;
       std::string binary;
-      std::string check_source;  // the CUDA twin, with CHECK_RENDER
+      std::function<void()> check_compile;  // the kernel check's, when one is set
       double ms = 0;
       bool compiled = false;
       std::exception_ptr error;
@@ -110,16 +87,11 @@ class KernelCache {
         Key key = key_of(ast, *dev);
         if (cache_.count(key) || !queued.insert(key).second) continue;
         todo.push_back({key, ast, dev, generate(ast, *dev, std::get<2>(key)), {}, {}, 0, false, nullptr});
-        if (RenderCheck* check = render_check()) {
-          std::string& source = todo.back().check_source;
-          source = codegen::to_program(ast, check->target(std::get<2>(key) >= 0)).source;
-          if (env::debug_level() >= 4) fprintf(stderr, "CHECK_RENDER=CUDA:\n%s\n", source.c_str());
-        }
+        if (check_) todo.back().check_compile = check_(ast, std::get<2>(key) >= 0);
       }
     }
     if (todo.empty()) return;
-    RenderCheck* check = render_check();
-    auto compile = [check](Pending& p) {
+    auto compile = [](Pending& p) {
       profile::Scope timed("compile", p.kernel->program.name);
       try {
         auto before = runtime::compile_stats().compiled.load();
@@ -127,7 +99,7 @@ class KernelCache {
         p.binary = p.dev->compiler().compile(p.kernel->program.source);
         p.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
         p.compiled = runtime::compile_stats().compiled.load() > before;
-        if (check) check->compiler.compile(p.check_source);
+        if (p.check_compile) p.check_compile();
       } catch (...) {
         p.error = std::current_exception();
       }
@@ -175,7 +147,8 @@ class KernelCache {
                                  .local_memory_bytes = dev.local_memory_bytes(),
                                  .prefer_work_groups = locals == 1 || (locals != 0 && dev.prefers_work_groups()),
                                  .vector_registers = dev.vector_registers(),
-                                 .cache_bytes = dev.last_level_cache_bytes()};
+                                 .cache_bytes = dev.last_level_cache_bytes(),
+                                 .l2_cache_bytes = dev.l2_cache_bytes()};
     std::optional<std::vector<codegen::Opt>> opts;
     if (opt_level > 0) opts = beam_search(ast, dev, target, static_cast<int>(opt_level));
     k->program = codegen::to_program(ast, target, opts);
@@ -203,6 +176,7 @@ class KernelCache {
 
   std::mutex mu_;
   std::map<Key, std::pair<UOpRef, std::unique_ptr<CompiledKernel>>> cache_;
+  KernelCheck check_;
 };
 
 KernelCache& kernel_cache() {
@@ -225,6 +199,8 @@ const std::string& debug_name(const codegen::Program& p) {
 void prepare_kernels(const std::vector<std::pair<UOpRef, runtime::Device*>>& kernels) { kernel_cache().prepare(kernels); }
 
 CompiledKernel& compiled_kernel(const UOpRef& ast, runtime::Device& dev) { return kernel_cache().get(ast, dev); }
+
+void set_kernel_check(KernelCheck check) { kernel_cache().set_check(std::move(check)); }
 
 EngineStats& engine_stats() {
   static EngineStats s;

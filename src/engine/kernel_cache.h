@@ -3,6 +3,7 @@
 // kernel per process (and the runtime's disk cache makes compiling once per machine).
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -24,6 +25,14 @@ struct CompiledKernel {
 void prepare_kernels(const std::vector<std::pair<UOpRef, runtime::Device*>>& kernels);
 // A kernel prepare_kernels made ready (the dispatch path: one lookup).
 CompiledKernel& compiled_kernel(const UOpRef& ast, runtime::Device& dev);
+
+// A second compile of every kernel the cache compiles, for a target other than its device (the
+// tests render each kernel as CUDA and compile it with NVRTC: tests/tools/cuda_render_check.cpp).
+// The check is called beside the kernel's codegen, one kernel at a time, and returns the compile,
+// which runs beside the device's, in parallel; an exception from either fails the schedule as a
+// failed compile does. An empty check removes it.
+using KernelCheck = std::function<std::function<void()>(const UOpRef& ast, bool optimize)>;
+void set_kernel_check(KernelCheck check);
 
 // Work the engine has done since the process started; a JIT replay adds nothing to the first two.
 struct EngineStats {

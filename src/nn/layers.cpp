@@ -6,6 +6,7 @@
 
 #include "kiln/error.h"
 #include "tensor/custom_gradient.h"
+#include "tensor/tensor_impl.h"
 
 namespace kiln::nn {
 namespace {
@@ -28,7 +29,7 @@ void check_rank(const Tensor& x, int64_t min_rank, const char* layer, const char
 // S2 = sum(g * xhat), give every input's gradient: bias S1, weight S2, and
 // x: weight * invstd * (g - (S1 + xhat * S2) / n). Derived from the graph, the same sums came out
 // as four reductions (through bias, weight, mean and invstd), each a kernel re-reading g and the
-// max-pool backward before it (~7 ms apiece at the MNIST CNN's first BatchNorm, batch 512).
+// max-pool backward before it (at the MNIST CNN's first BatchNorm, a large input read four times).
 Tensor with_batch_statistics_gradient(const Tensor& y, const Tensor& x, const Tensor& weight, const Tensor& bias,
                                       const Tensor& mean, const Tensor& invstd, const std::vector<int>& axes,
                                       const Shape& stat_shape) {
@@ -172,6 +173,9 @@ BatchNorm::BatchNorm(int64_t features, double eps, double momentum, bool affine,
     weight.requires_grad_();
     bias.requires_grad_();
   }
+  // statistics, not parameters: the Python package's backward (every live tensor) leaves them out,
+  // as tinygrad's requires_grad=False does
+  for (Tensor* stat : {&running_mean, &running_var}) TensorRegistry::impl_of(*stat)->never_needs_grad = true;
 }
 
 Tensor BatchNorm::operator()(const Tensor& x) const {
@@ -205,8 +209,10 @@ Tensor BatchNorm::operator()(const Tensor& x) const {
 void BatchNorm::collect(StateDict& out, const std::string& prefix) const {
   add_state(out, prefix, "weight", weight);
   add_state(out, prefix, "bias", bias);
-  add_state(out, prefix, "running_mean", running_mean);
-  add_state(out, prefix, "running_var", running_var);
+  if (track_running_stats) {  // unused otherwise, and absent from PyTorch's state dict then
+    add_state(out, prefix, "running_mean", running_mean);
+    add_state(out, prefix, "running_var", running_var);
+  }
   add_state(out, prefix, "num_batches_tracked", num_batches_tracked);
 }
 
@@ -262,6 +268,12 @@ void GroupNorm::collect(StateDict& out, const std::string& prefix) const {
   add_state(out, prefix, "bias", bias);
 }
 
+Tensor LayerNorm2d::operator()(const Tensor& x) const {
+  if (x.ndim() != 4)
+    throw_error("LayerNorm2d: expected an input of layout (N, C, H, W), got shape ", shape_to_string(x.shape()));
+  return LayerNorm::operator()(x.permute({0, 2, 3, 1})).permute({0, 3, 1, 2});
+}
+
 RMSNorm::RMSNorm(int64_t dim, double eps, bool affine) : eps(eps) {
   if (affine) weight = param(Tensor::ones({dim}).contiguous().realize());
 }
@@ -272,6 +284,41 @@ Tensor RMSNorm::operator()(const Tensor& x) const {
 }
 
 void RMSNorm::collect(StateDict& out, const std::string& prefix) const { add_state(out, prefix, "weight", weight); }
+
+// ---- LSTMCell
+
+LSTMCell::LSTMCell(int64_t input_size, int64_t hidden_size, bool bias)
+    : weight_ih(bounded_uniform({4 * hidden_size, input_size}, static_cast<double>(hidden_size))),
+      weight_hh(bounded_uniform({4 * hidden_size, hidden_size}, static_cast<double>(hidden_size))) {
+  if (bias) {
+    bias_ih = param(Tensor::zeros({4 * hidden_size}).contiguous().realize());
+    bias_hh = param(Tensor::zeros({4 * hidden_size}).contiguous().realize());
+  }
+}
+
+LSTMCell::State LSTMCell::operator()(const Tensor& x, const std::optional<State>& hc) const {
+  const int64_t input_size = weight_ih.shape()[1], hidden_size = weight_hh.shape()[1];
+  if (x.ndim() != 2 || x.shape()[1] != input_size)
+    throw_error("LSTMCell: expected an input of shape (N, ", input_size, "), got ", shape_to_string(x.shape()));
+  const Shape state_shape{x.shape()[0], hidden_size};
+  if (hc && (hc->first.shape() != state_shape || hc->second.shape() != state_shape))
+    throw_error("LSTMCell: expected h and c of shape ", shape_to_string(state_shape), ", got ",
+                shape_to_string(hc->first.shape()), " and ", shape_to_string(hc->second.shape()));
+  const Tensor zeros = Tensor::zeros(state_shape, x.dtype());
+  const Tensor& h = hc ? hc->first : zeros;
+  const Tensor& c = hc ? hc->second : zeros;
+  std::vector<Tensor> gates = (x.linear(weight_ih, bias_ih) + h.linear(weight_hh, bias_hh)).chunk(4, 1);
+  Tensor next_c = gates[1].sigmoid() * c + gates[0].sigmoid() * gates[2].tanh();
+  Tensor next_h = gates[3].sigmoid() * next_c.tanh();
+  return {next_h.contiguous(), next_c.contiguous()};
+}
+
+void LSTMCell::collect(StateDict& out, const std::string& prefix) const {
+  add_state(out, prefix, "weight_ih", weight_ih);
+  add_state(out, prefix, "weight_hh", weight_hh);
+  add_state(out, prefix, "bias_ih", bias_ih);
+  add_state(out, prefix, "bias_hh", bias_hh);
+}
 
 // ---- Embedding
 
@@ -312,8 +359,9 @@ void load_state_dict_into(const StateDict& model_state, const StateDict& state, 
     if (it == state.end()) {
       missing += (missing.empty() ? "" : ", ") + name;
     } else if (!loadable_shape(t.shape(), it->second.shape())) {
-      mismatched += (mismatched.empty() ? "" : ", ") + name + " (model " + shape_to_string(t.shape()) + ", given " +
-                    shape_to_string(it->second.shape()) + ")";
+      mismatched += std::string(mismatched.empty() ? "" : " ") + "Shape mismatch in layer `" + name +
+                    "`: Expected shape " + shape_to_string(t.shape()) + ", but found " +
+                    shape_to_string(it->second.shape()) + " in state dict.";
     } else if (!cast && it->second.dtype() != t.dtype()) {
       mistyped += (mistyped.empty() ? "" : ", ") + name + " (model " + t.dtype().name() + ", given " +
                   it->second.dtype().name() + ")";
@@ -327,8 +375,10 @@ void load_state_dict_into(const StateDict& model_state, const StateDict& state, 
   };
   if (strict) report("missing keys: ", missing);
   if (strict) report("unexpected keys: ", unexpected);
-  report("mis-shaped keys: ", mismatched);
+  report("", mismatched);
   report("keys of another dtype: ", mistyped.empty() ? "" : mistyped + " (load with cast to convert them)");
+  // mis-shaped tensors are a ValueError, as tinygrad's
+  if (!mismatched.empty()) throw_value_error("load_state_dict: ", problems);
   if (!problems.empty()) throw_error("load_state_dict: ", problems);
   std::vector<Tensor> updated;
   for (const auto& [name, t] : model_state) {

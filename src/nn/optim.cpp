@@ -13,6 +13,14 @@ namespace {
 
 Tensor scalar_buffer(double v) { return Tensor::from_vector(std::vector<float>{static_cast<float>(v)}, {1}); }
 
+// SGD's momentum (tinygrad's "popular" form): buf <- momentum buf + g; the step is buf, or with
+// Nesterov g + momentum buf. The assigned buffer joins `state`.
+Tensor momentum_step(Tensor& buf, const Tensor& g, double momentum, bool nesterov, std::vector<Tensor>& state) {
+  buf.assign(momentum * buf + g);
+  state.push_back(buf);
+  return nesterov ? g + momentum * buf : buf;
+}
+
 }  // namespace
 
 Optimizer::Optimizer(std::vector<Tensor> ps, double lr) : lr_tensor(scalar_buffer(lr)) {
@@ -73,11 +81,32 @@ std::vector<Tensor> SGD::updates(const std::vector<Tensor>& grads, std::vector<T
   for (size_t i = 0; i < params.size(); i++) {
     Tensor g = grads[i];
     if (weight_decay != 0) g = g + weight_decay * params[i].detach();
-    if (momentum != 0) {
-      buf[i].assign(momentum * buf[i] + g);
-      state.push_back(buf[i]);
-      g = nesterov ? g + momentum * buf[i] : buf[i];
-    }
+    if (momentum != 0) g = momentum_step(buf[i], g, momentum, nesterov, state);
+    out.push_back(g * lr_tensor.reshape({}));
+  }
+  return out;
+}
+
+// ---- Muon
+
+Muon::Muon(std::vector<Tensor> ps, double lr, double momentum, double weight_decay, int ns_steps,
+           std::vector<double> ns_coefficients, bool nesterov)
+    : Optimizer(std::move(ps), lr), momentum(momentum), weight_decay(weight_decay), ns_steps(ns_steps),
+      ns_coefficients(std::move(ns_coefficients)), nesterov(nesterov) {
+  if (momentum < 0) throw_error("Muon: momentum must be >= 0, got ", momentum);
+  if (ns_steps < 0) throw_error("Muon: ns_steps must be >= 0, got ", ns_steps);
+  if (this->ns_coefficients.empty()) throw_error("Muon: expected at least one Newton-Schulz coefficient");
+  if (momentum) buf = zeros_like_params();
+}
+
+std::vector<Tensor> Muon::updates(const std::vector<Tensor>& grads, std::vector<Tensor>& state) {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < params.size(); i++) {
+    Tensor g = grads[i];
+    if (momentum != 0) g = momentum_step(buf[i], g, momentum, nesterov, state);
+    const Shape& shape = params[i].shape();
+    g = g.reshape({shape.empty() ? 1 : shape[0], -1}).newton_schulz(ns_steps, ns_coefficients).reshape(shape);
+    if (weight_decay != 0) g = g + weight_decay * params[i].detach();
     out.push_back(g * lr_tensor.reshape({}));
   }
   return out;

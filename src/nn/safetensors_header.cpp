@@ -25,7 +25,7 @@ constexpr DTypeName kDTypeNames[] = {
     {dtypes::bfloat16, "BF16"}, {dtypes::int64, "I64"}, {dtypes::int32, "I32"},
     {dtypes::int16, "I16"}, {dtypes::int8, "I8"}, {dtypes::uint64, "U64"},
     {dtypes::uint32, "U32"}, {dtypes::uint16, "U16"}, {dtypes::uint8, "U8"},
-    {dtypes::bool_, "BOOL"},
+    {dtypes::bool_, "BOOL"}, {dtypes::fp8e4m3, "F8_E4M3"}, {dtypes::fp8e5m2, "F8_E5M2"},
 };
 
 std::string name_of(DType dtype) {

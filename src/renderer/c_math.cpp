@@ -1,7 +1,7 @@
 // exp and exp2 of float32 for the C language as inline arithmetic, for scalars and for each vector
 // type. glibc's expf is one call per value, and clang turns loops of it only into calls of libmvec's
 // 8-lane AVX2 version (clang 14 knows no AVX-512 one); plain arithmetic the compiler vectorizes at
-// the registers' full width, without calls. A softmax's exp-and-sum runs about twice as fast.
+// the registers' full width, without calls (a softmax's exp-and-sum is bound by its exps).
 //
 // The method (Cephes' expf): x = n ln2 + r with n an integer and |r| <= ln2/2, so e^x = 2^n e^r;
 // e^r comes from a polynomial 1 + r + r^2 q(r), q of degree 4 fitted for the least maximum error

@@ -25,14 +25,13 @@ namespace {
 
 // Compiling and linking are two processes, `cc -c` then a bare `ld -shared`: the compiler driver
 // linking by itself costs as much again as the compile (clang then runs its compiler in a second
-// process, and links the C runtime's start files and libraries, which kernels do not use). For a
-// small kernel with clang 14 that is ~65 ms of CPU instead of ~105.
+// process, and links the C runtime's start files and libraries, which kernels do not use).
 // -ffp-contract=fast: a*b+c becomes one fused multiply-add (twice the arithmetic per cycle, and
 // one rounding instead of two).
 // -fwrapv: signed integer overflow wraps, which is what integer tensors mean.
 // -fno-unroll-loops: kiln unrolls itself (UPCAST, UNROLL opts). clang unrolling a register tile's
 // short inner loop on top of that interleaves the copies until the accumulators spill (a conv
-// weight gradient's 8x32 tile: 2.5x slower), and the unroller is a good part of a cold compile.
+// weight gradient's 8x32 tile), and the unroller is a good part of a cold compile.
 // Arrays of literals are constant-initialized: a tensor realized during another file's static
 // initialization still compiles with every flag.
 constexpr std::array kCompileFlags = {"-O3",     "-march=native",   "-fPIC",           "-fwrapv", "-ffp-contract=fast",
@@ -152,8 +151,8 @@ struct CompileJob {
 
 // The next compile's process, started as soon as a compile begins and left waiting for its source.
 // A process that compiles one kernel usually compiles more (a schedule's kernels, a BEAM search, a
-// training step's first run), and each of those then skips the compiler's start-up: ~40 ms of the
-// ~55 ms clang 14 takes for a small kernel (loading and relocating libLLVM, static initializers).
+// training step's first run), and each of those then skips the compiler's start-up (loading and
+// relocating libLLVM, static initializers), most of what clang takes for a small kernel.
 class SpareCompiler {
  public:
   // A started compile for argv: the spare if it was started with argv, else a new process.
@@ -191,7 +190,7 @@ void check_compiler_works(const std::vector<std::string>& command, const std::ve
 }
 
 // `ld` from PATH, the linker clang and gcc run themselves. (Asking the compiler for it with
-// `-print-prog-name=ld` would start one more compiler process: ~30 ms for clang, 5x the link.)
+// `-print-prog-name=ld` would start one more compiler process, which costs more than the link.)
 std::string find_linker() {
   std::string path = find_program("ld");
   if (path.empty()) throw_error("the linker 'ld' for CPU kernels was not found on PATH; install binutils");

@@ -13,7 +13,7 @@ namespace kiln::runtime {
 namespace {
 
 // Kernels call libm's functions and clang's vectorized loops call libmvec's; their libraries are
-// linked without either (linking them costs ~8 of a small kernel's ~60 ms cold compile), so both
+// linked without either (linking them is a good part of a small kernel's cold compile), so both
 // are loaded into the process's global scope once, where a kernel's undefined symbols are bound.
 void load_math_libraries() {
   static const std::string failure = [] {

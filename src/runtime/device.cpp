@@ -19,6 +19,7 @@ int Device::max_threads() const { return 1; }
 int Device::vector_bytes() const { return 0; }
 int Device::vector_registers() const { return 16; }
 int64_t Device::last_level_cache_bytes() const { return 0; }
+int64_t Device::l2_cache_bytes() const { return 0; }
 std::string Device::language() const { return "C"; }
 int Device::max_local_size() const { return 0; }
 int64_t Device::local_memory_bytes() const { return 0; }

@@ -27,7 +27,7 @@ struct OwnedFd {
 };
 
 // A running child, waiting for its standard input until finish(). Starting it ahead of need hides
-// its start-up: clang spends ~40 ms loading libLLVM before it reads a byte. Destroying an unfinished
+// its start-up: clang loads libLLVM before it reads a byte. Destroying an unfinished
 // child kills it; a child whose parent dies reads end-of-input, and its output goes nowhere.
 class ChildProcess {
  public:

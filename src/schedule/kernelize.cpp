@@ -241,8 +241,8 @@ Schedule build_schedule(const std::vector<UOpRef>& roots, const std::string& dev
       out.keep_alive.push_back(r);
     }
   const std::unordered_map<const UOp*, std::string> device = assign_devices(split, device_of_constants);
-  // Only kernels that run their loops in order keep a row's reductions (OpenCL's fused softmax ran
-  // ~100x slower, every work-item recomputing its row's reductions).
+  // Only kernels that run their loops in order keep a row's reductions (else, as in OpenCL's fused
+  // softmax, every work-item recomputes its row's reductions).
   std::unordered_map<std::string, bool> in_order;
   for (const auto& [node, name] : device) in_order.try_emplace(name, false);
   for (auto& [name, answer] : in_order) answer = loops_in_order(name);

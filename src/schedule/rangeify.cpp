@@ -28,8 +28,8 @@ constexpr int kMinOpsToStoreReused = 8;
 constexpr double kMaxRecomputeFactor = 4;
 // A reduction over at most this many elements per output (64 KB of float32: a core's L1 or L2
 // holds the row between its reads) may be broadcast inside its consumer's kernel; not one over
-// fewer than a few vectors (a max pool's 2x2 windows: recomputed per pixel in the backward pass,
-// the MNIST step's kernels took ~10 ms longer).
+// fewer than a few vectors (a max pool's 2x2 windows would be recomputed per pixel in the backward
+// pass, costing more than storing them).
 constexpr int64_t kMaxBroadcastReduceRow = int64_t{1} << 14, kMinBroadcastReduceRow = 32;
 
 // The node whose value a movement chain reads.
@@ -58,7 +58,7 @@ bool expands_an_axis(const UOp* u) {
 // How many elements a REDUCE combines into each output, when it reduces its input's last axis
 // (rows, as a softmax's); else 0. Others (a BatchNorm's sum of per-chunk partials over the
 // batch, broadcast over N, H and W) change whole schedules around them when kept in their
-// consumers' kernels: the MNIST step ran ~15 ms slower.
+// consumers' kernels, to the MNIST step's loss.
 int64_t reduced_row_elements(const UOp* reduce) {
   const Shape& in = reduce->src[0]->shape_or_throw();
   const std::vector<int64_t>& axes = reduce->arg_as<ReduceArg>().axes;
@@ -230,7 +230,7 @@ class Rangeify {
   // How many times over the loops around u's reads would compute each of its elements (in the
   // kernel that recomputes it most). A loop that every read of u is gated to one iteration of (u
   // is a piece of a stack, as a transform's rows) does not count: the kernel upcasts such loops
-  // (heuristics.cpp), and u, the same expression in every copy, is computed once for all of them.
+  // (codegen/heuristics/), and u, the same expression in every copy, is computed once for all of them.
   double recompute_factor(const UOp* u) {
     std::unordered_map<const UOp*, size_t> pinned;
     for (const Access& a : accesses_[u])

@@ -18,9 +18,9 @@ namespace {
 // output (the most that divide the axis: small chunks stay in L1; a conv weight gradient runs
 // fastest with one image per chunk), at most 8M partials (32 MB of floats) in all. With many
 // outputs (a weight gradient's), each tile of outputs re-reads all the inputs, so cached chunks
-// pay off sooner: the MNIST CNN's 64x64x3x3 weight gradient (18k inputs per output) 36-42 -> 20 ms
-// on a Zen 3, and its 32x32x5x5 one, in 256 chunks of 2 images (was 128 of 4: 500 KB, more than
-// a core's L2 holds beside the rest), 175 -> 160 ms per step.
+// pay off sooner: the MNIST CNN's 64x64x3x3 weight gradient (18k inputs per output) is split, and
+// its 32x32x5x5 one goes in 256 chunks of 2 images (128 chunks of 4 are 500 KB each, more than a
+// core's L2 holds beside the rest).
 constexpr int64_t kMinReduceRatio = 32768, kManyOutputs = 16384, kMinReduceRatioOfManyOutputs = 8192;
 constexpr int64_t kMinSplit = 8, kMaxSplit = 256, kMaxPartials = int64_t{1} << 23;
 

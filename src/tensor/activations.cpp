@@ -33,8 +33,10 @@ Tensor Tensor::logsigmoid() const { return -(-*this).softplus(); }
 
 Tensor Tensor::softplus(double beta) const {
   // log(1 + e^(bx)) / b, computed as max(bx, 0) + log(1 + e^-|bx|) so large inputs don't overflow
+  // (-|bx| as a where: its gradient at 0 is then 1, so the gradient there is sigmoid(0) = 1/2, as
+  // PyTorch's, where relu's is 0)
   Tensor bx = *this * beta;
-  return (bx.relu() + (1.0 + (-bx.abs()).exp()).log()) * (1.0 / beta);
+  return (bx.relu() + (1.0 + bx.gt(0.0).where(-bx, bx).exp()).log()) * (1.0 / beta);
 }
 
 Tensor Tensor::erf() const {

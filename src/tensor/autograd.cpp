@@ -63,12 +63,16 @@ UOpRef through_origins(UOpRef root) {
   return root;
 }
 
-// Live tensors that asked for a gradient and that `root` (through origins) depends on.
-std::vector<std::shared_ptr<TensorImpl>> tensors_needing_grad(const UOp* root) {
+// Live tensors that asked for a gradient and that `root` (through origins) depends on; with
+// `every_live`, every live float tensor it depends on that was not said to need none (tinygrad's rule).
+std::vector<std::shared_ptr<TensorImpl>> tensors_needing_grad(const UOp* root, bool every_live = false) {
   std::unordered_set<const UOp*> nodes = differentiable_nodes(root);
   std::vector<std::shared_ptr<TensorImpl>> out;
-  for (auto& t : TensorRegistry::get().tracked_for_gradients())
-    if (t->requires_grad && nodes.count(t->uop().get())) out.push_back(std::move(t));
+  auto& registry = TensorRegistry::get();
+  for (auto& t : every_live ? registry.live() : registry.tracked_for_gradients()) {
+    const bool wanted = every_live ? t->dtype.is_float() && t->grad_enabled && !t->never_needs_grad : t->requires_grad;
+    if (wanted && nodes.count(t->uop().get())) out.push_back(std::move(t));
+  }
   return out;
 }
 
@@ -77,6 +81,39 @@ void check_scalar_root(const Tensor& t, const char* what) {
     throw_error(what, ": expected a tensor with one element (a loss), got shape ", shape_to_string(t.shape()),
                 "; pass the gradient explicitly or reduce it first");
   if (!t.dtype().is_float()) throw_error(what, ": expected a float tensor, got ", t.dtype().name());
+}
+
+// d self / d each tensor backward() fills, added to its grad.
+void accumulate_gradients(const Tensor& self, std::optional<Tensor> gradient, bool every_live) {
+  if (!TensorRegistry::impl_of(self)->grad_enabled) throw_error("backward: this tensor was made under Tensor::no_grad");
+  if (!gradient) {
+    check_scalar_root(self, "backward");
+    gradient = self.ones_like();
+  } else if (gradient->shape() != self.shape()) {
+    throw_error("backward: the gradient's shape ", shape_to_string(gradient->shape()), " differs from the tensor's ",
+                shape_to_string(self.shape()));
+  }
+  std::lock_guard lock(realize_mutex());
+  const Tensor root(through_origins(self.uop()));
+  auto targets = tensors_needing_grad(root.uop().get(), every_live);
+  if (targets.empty()) return;  // nothing to do (PyTorch's leaves without grad)
+  std::vector<const UOp*> nodes;
+  for (const auto& t : targets) nodes.push_back(t->uop().get());
+  auto grads = autograd::compute_gradient(root, gradient->cast(self.dtype()), nodes);
+  for (const auto& t : targets) {
+    auto g = grads.find(t->uop().get());
+    if (g == grads.end()) continue;  // reached only through integer ops
+    // a gradient is data, as PyTorch's .grad: no graph back into the step that made it (an
+    // optimizer state built from it would otherwise keep that step's graph)
+    Tensor add = g->second.cast(t->dtype).detach();
+    t->grad = t->grad ? *t->grad + add : add;
+    // A leaf that got a gradient is one from now on: realizes keep the paths to it, so a later
+    // backward through tensors read meanwhile reaches it again.
+    if (every_live && !t->requires_grad && settled(t->uop().get())) {
+      t->requires_grad = true;
+      TensorRegistry::get().track_for_gradients(t);
+    }
+  }
 }
 
 }  // namespace
@@ -130,30 +167,12 @@ Tensor& Tensor::set_grad(std::optional<Tensor> g) {
 }
 
 Tensor& Tensor::backward(std::optional<Tensor> gradient) {
-  if (!impl_->grad_enabled) throw_error("backward: this tensor was made under Tensor::no_grad");
-  if (!gradient) {
-    check_scalar_root(*this, "backward");
-    gradient = ones_like();
-  } else if (gradient->shape() != shape()) {
-    throw_error("backward: the gradient's shape ", shape_to_string(gradient->shape()), " differs from the tensor's ",
-                shape_to_string(shape()));
-  }
-  std::lock_guard lock(realize_mutex());
-  const Tensor root(through_origins(uop()));
-  auto targets = tensors_needing_grad(root.uop().get());
-  if (targets.empty()) return *this;  // nothing to do (tinygrad's and PyTorch's leaves without grad)
-  std::vector<const UOp*> nodes;
-  for (const auto& t : targets) nodes.push_back(t->uop().get());
-  auto grads = autograd::compute_gradient(root, gradient->cast(dtype()), nodes);
-  for (const auto& t : targets) {
-    auto g = grads.find(t->uop().get());
-    if (g == grads.end()) continue;  // reached only through integer ops
-    // a gradient is data, as PyTorch's .grad: no graph back into the step that made it (an
-    // optimizer state built from it would otherwise keep that step's graph)
-    Tensor add = g->second.cast(t->dtype).detach();
-    t->grad = t->grad ? *t->grad + add : add;
-  }
+  accumulate_gradients(*this, std::move(gradient), false);
   return *this;
+}
+
+void backward_live(const Tensor& root, std::optional<Tensor> gradient) {
+  accumulate_gradients(root, std::move(gradient), true);
 }
 
 std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& targets) const {
@@ -169,11 +188,9 @@ std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& targets) const {
   auto grads = autograd::compute_gradient(Tensor(through_origins(uop())), ones_like(), nodes);
   std::vector<Tensor> out;
   for (size_t i = 0; i < targets.size(); i++) {
+    // a target this tensor does not depend on differentiably has gradient 0 (tinygrad's)
     auto g = grads.find(nodes[i]);
-    if (g == grads.end())
-      throw_error("gradient: target ", i, " (shape ", shape_to_string(targets[i].shape()),
-                  ") is not part of this tensor's graph");
-    out.push_back(g->second.cast(targets[i].dtype()));
+    out.push_back(g == grads.end() ? targets[i].zeros_like() : g->second.cast(targets[i].dtype()));
   }
   return out;
 }

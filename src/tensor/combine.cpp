@@ -10,7 +10,10 @@ namespace kiln {
 Tensor Tensor::cat(const std::vector<Tensor>& tensors, int axis) {
   if (tensors.empty()) throw_error("cat: expected at least one tensor");
   const Tensor& first = tensors[0];
-  if (first.ndim() == 0) throw_error("cat: zero-dimensional tensors cannot be concatenated");
+  for (size_t i = 0; i < tensors.size(); i++)
+    if (tensors[i].ndim() == 0)
+      throw_error("cat: zero-dimensional tensor (at position ", i,
+                  ") cannot be concatenated; unsqueeze it or use stack");
   const int a = first.normalize_axis(axis, "cat");
   int64_t total = 0;
   DType dt = first.dtype();
@@ -51,14 +54,14 @@ Tensor Tensor::stack(const std::vector<Tensor>& tensors, int axis) {
 
 Tensor Tensor::repeat(std::vector<int64_t> repeats) const {
   if (repeats.size() < shape().size())
-    throw_error("repeat: expected at least ", ndim(), " repeats for shape ", shape_to_string(shape()), ", got ",
-                repeats.size());
+    throw_value_error("repeat: expected at least ", ndim(), " repeats for shape ", shape_to_string(shape()), ", got ",
+                      repeats.size());
   Shape base(repeats.size() - shape().size(), 1);
   base.insert(base.end(), shape().begin(), shape().end());
   // (s) -> (1, s) -> (r, s) -> (r*s) per axis
   Shape unsqueezed, expanded, final_shape;
   for (size_t i = 0; i < base.size(); i++) {
-    if (repeats[i] < 0) throw_error("repeat: repeats must be >= 0, got ", repeats[i]);
+    if (repeats[i] < 0) throw_value_error("repeat: repeats must be >= 0, got ", repeats[i]);
     unsqueezed.insert(unsqueezed.end(), {1, base[i]});
     expanded.insert(expanded.end(), {repeats[i], base[i]});
     final_shape.push_back(repeats[i] * base[i]);

@@ -21,7 +21,7 @@ const std::vector<std::string>& Context::known_settings() {
   // Every name src/ reads through env::get_int / env::get_string, but the system's own (PATH, HOME,
   // XDG_CACHE_HOME), which are not kiln's settings. Keep sorted: the error message lists them.
   static const std::vector<std::string> names{
-      "BEAM", "CC", "CHECK_RENDER", "CUDA_ARCH", "DEBUG", "DEV", "JIT", "KILN_CACHE", "KILN_FASHION_MNIST",
+      "BEAM", "CC", "CUDA_ARCH", "DEBUG", "DEV", "JIT", "KILN_CACHE", "KILN_FASHION_MNIST",
       "LOCALS", "NOOPT", "PROFILE", "PROFILE_PATH", "SCHEDULE_CACHE", "SPEC", "SPLIT_REDUCEOP", "TRAINING",
       "VIZ", "VIZ_PORT", "WINO"};
   return names;

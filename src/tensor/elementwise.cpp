@@ -7,6 +7,7 @@
 #include <span>
 
 #include "kiln/error.h"
+#include "tensor/custom_gradient.h"
 #include "tensor/tensor_impl.h"
 
 namespace kiln {
@@ -74,18 +75,34 @@ Tensor power_by_squaring(const Tensor& x, uint64_t n) {  // x^n, n >= 1
   }
 }
 
-// b^e for float64 tensors of one shape. exp(e log|b|) is computed in float64 because in float32
-// the rounding of e log|b| (up to 89 * 2^-24) would be a relative error of up to ~100 ULP.
-Tensor pow_float64(const Tensor& b, const Tensor& e) {
+// b^e for float64 tensors of one shape, as C's pow. exp(e log|b|) is computed in float64 because in
+// float32 the rounding of e log|b| (up to 89 * 2^-24) would be a relative error of up to ~100 ULP.
+Tensor pow_value(const Tensor& b, const Tensor& e) {
   Tensor magnitude = (b.abs().log() * e).exp();
   // The sign: negative bases keep their sign for odd integer exponents and give NaN for
-  // non-integer ones.
+  // non-integer ones, but for -inf, whose power is the magnitude.
   Tensor e_is_int = e.trunc().eq(e);
-  Tensor e_is_odd = (e - (e * e.const_like(0.5)).floor() * e.const_like(2)).ne(e.const_like(0));
+  Tensor e_is_odd = e_is_int.mul((e - (e * e.const_like(0.5)).floor() * e.const_like(2)).ne(e.const_like(0)));
   Tensor negative = b.lt(b.const_like(0));
   Tensor signed_mag = (negative.mul(e_is_odd)).where(magnitude.neg(), magnitude);
-  Tensor result = (negative.mul(e_is_int.logical_not())).where(b.const_like(NAN), signed_mag);
+  Tensor nan = negative.mul(e_is_int.logical_not()).mul(b.gt(b.const_like(-INFINITY)));
+  Tensor result = nan.where(b.const_like(NAN), signed_mag);
   return e.eq(e.const_like(0)).where(b.const_like(1), result);  // x^0 is 1, even for 0 and NaN
+}
+
+// pow_value with PyTorch's gradients, which the derived ones (through exp and log) would make NaN
+// or wrong at the edges: d/db = e b^(e-1) (0 where e is 0), d/de = b^e log b (0 where b is 0 and
+// e >= 0).
+Tensor pow_float64(const Tensor& b, const Tensor& e) {
+  UOpRef base = b.uop(), exponent = e.uop();
+  auto backward = [base, exponent](const Tensor& g, const std::vector<bool>& wanted) {
+    Tensor b(base), e(exponent), zero = g.const_like(0);
+    std::vector<std::optional<Tensor>> grads(2);
+    if (wanted[0]) grads[0] = e.eq(zero).where(zero, g * e * pow_float64(b, e - 1.0));
+    if (wanted[1]) grads[1] = b.eq(zero).mul(e.ge(zero)).where(zero, g * pow_value(b, e) * b.log());
+    return grads;
+  };
+  return autograd::set_custom_gradient(pow_value(b, e), {b, e}, backward);
 }
 
 }  // namespace
@@ -125,12 +142,45 @@ Tensor Tensor::cast(DType to) const {
   return Tensor(UOp::make(Ops::CAST, to, {uop()}));
 }
 
+namespace {
+
+DType unsigned_of_size(int bytes) {
+  switch (bytes) {
+    case 1: return dtypes::uint8;
+    case 2: return dtypes::uint16;
+    case 4: return dtypes::uint32;
+    default: return dtypes::uint64;
+  }
+}
+
+}  // namespace
+
+// Between sizes the last axis holds the bytes, little-endian as memory (tinygrad's rule): float32 (..., n)
+// is int8 (..., 4n). The graph splits or joins the bits with shifts, so it stays lazy and fuses.
 Tensor Tensor::bitcast(DType to) const {
-  if (to.itemsize() != dtype().itemsize())
-    throw_error("bitcast: ", dtype().name(), " and ", to.name(), " differ in size (", dtype().itemsize(), " vs ",
-                to.itemsize(), " bytes)");
-  if (to == dtype()) return *this;
-  return Tensor(UOp::make(Ops::BITCAST, to, {uop()}));
+  const int from_size = dtype().itemsize(), to_size = to.itemsize();
+  if (from_size == to_size) return to == dtype() ? *this : Tensor(UOp::make(Ops::BITCAST, to, {uop()}));
+  if (ndim() == 0)
+    throw_error("bitcast: ", dtype().name(), " to ", to.name(), " changes the last axis, which a 0-d tensor lacks");
+  if (shape().back() * from_size % to_size != 0)
+    throw_error("bitcast: ", dtype().name(), " to ", to.name(), " changes the last axis, so its bytes (",
+                shape().back() * from_size, " in shape ", shape_to_string(shape()), ") must be a multiple of ", to_size);
+  Shape out = shape();
+  out.back() = out.back() * from_size / to_size;
+  const DType from_bits = unsigned_of_size(from_size), to_bits = unsigned_of_size(to_size);
+  Tensor bits = bitcast(from_bits);
+  if (from_size > to_size) {  // each element's pieces, lowest first, on a new last axis
+    std::vector<Tensor> pieces;
+    for (int k = 0; k < from_size / to_size; k++) pieces.push_back(bits.rshift(8 * to_size * k).cast(to_bits));
+    return stack(pieces, -1).reshape(out).bitcast(to);
+  }
+  Shape grouped = out;
+  grouped.push_back(to_size / from_size);
+  std::vector<Tensor> pieces = bits.reshape(grouped).cast(to_bits).split(1, -1);
+  Tensor joined = pieces[0];
+  for (size_t k = 1; k < pieces.size(); k++)
+    joined = joined.bitwise_or(pieces[k].lshift(8 * from_size * static_cast<int>(k)));
+  return joined.reshape(out).bitcast(to);
 }
 
 // ---- binary
@@ -183,7 +233,9 @@ Tensor Tensor::maximum(const Tensor& o) const {
 }
 Tensor Tensor::minimum(const Tensor& o) const {
   auto [a, b] = broadcast_with(o);
-  return a.lt(b).add(a.ne(a)).where(a, b);  // a NaN on either side wins, as in PyTorch
+  // floats through MAX, so that equal inputs split the gradient as PyTorch's minimum does
+  if (a.dtype().is_float()) return -(-a).maximum(-b);
+  return a.lt(b).where(a, b);
 }
 Tensor Tensor::lt(const Tensor& o) const {
   auto [a, b] = broadcast_with(o);
@@ -248,8 +300,10 @@ Tensor Tensor::where(const Tensor& if_true, const Tensor& if_false) const {
 }
 
 Tensor Tensor::clip(double lo, double hi) const {
-  if (lo > hi) throw_error("clip: lower bound ", lo, " is above upper bound ", hi);
-  return maximum(scalar_like(*this, lo)).minimum(scalar_like(*this, hi));
+  // min(max(x, lo), hi) as PyTorch's clamp (hi wins where lo > hi), with x itself (gradient 1) at
+  // the bounds, not a tie of maximum or minimum; an infinite bound clips nothing
+  Tensor low = lo == -INFINITY ? *this : lt(scalar_like(*this, lo)).where(scalar_like(*this, lo), *this);
+  return hi == INFINITY ? low : low.gt(scalar_like(*this, hi)).where(scalar_like(*this, hi), low);
 }
 
 // ---- unary
@@ -273,8 +327,9 @@ Tensor Tensor::sigmoid() const {
   // 1 / (1 + e^-x), or e^x / (1 + e^x) for negative x, so that e^-|x| never overflows and tiny
   // results keep their (denormal) value instead of becoming 0
   return in_float32(float_input(*this), [](const Tensor& x) {
-    Tensor e = (-x.abs()).exp();
-    return x.ge(0).where(1.0, e) / (1.0 + e);
+    Tensor nonnegative = x.ge(0);
+    Tensor e = nonnegative.where(-x, x).exp();  // e^-|x|, not through abs: its gradient at 0 is 0
+    return nonnegative.where(1.0, e) / (1.0 + e);
   });
 }
 Tensor Tensor::tanh() const {
@@ -292,7 +347,7 @@ Tensor Tensor::tanh() const {
 }
 Tensor Tensor::abs() const {
   if (dtype().is_unsigned() || dtype().is_bool()) return *this;
-  return lt(const_like(0)).where(neg(), *this);
+  return *this * sign();  // gradient sign(x): 0 at 0, as PyTorch's
 }
 Tensor Tensor::square() const { return *this * *this; }
 Tensor Tensor::sign() const {
@@ -321,6 +376,11 @@ Tensor Tensor::round() const {  // halves go to the even neighbor, as NumPy and 
 }
 
 Tensor Tensor::pow(double e) const {
+  if (dtype().is_int() && e == std::trunc(e)) {  // integers stay integers, as PyTorch's int ** int
+    if (e < 0 || e > 0x1p62)
+      throw_error("pow: an integer tensor takes whole exponents from 0 to 2^62, got ", e, "; cast it to a float first");
+    return e == 0 ? ones_like() : power_by_squaring(*this, static_cast<uint64_t>(e));
+  }
   if (e == 0) return ones_like().cast(dtype().is_float() ? dtype() : dtypes::default_float);
   if (e == 1) return float_input(*this);
   if (e == 2) return float_input(*this).square();
@@ -335,7 +395,10 @@ Tensor Tensor::pow(double e) const {
   std::optional<Tensor> r;
   if (whole > 0) r = power_by_squaring(x64, static_cast<uint64_t>(whole));
   if (frac > 0) r = r ? *r * x64.sqrt() : x64.sqrt();
-  return (e < 0 ? r->reciprocal() : *r).cast(x.dtype());
+  Tensor result = e < 0 ? r->reciprocal() : *r;
+  // the square root makes -inf's power NaN, where C's pow (and PyTorch's) gives inf, or 0 for e < 0
+  if (frac > 0) result = x64.eq(-INFINITY).where(e < 0 ? 0.0 : INFINITY, result);
+  return result.cast(x.dtype());
 }
 
 Tensor Tensor::pow(const Tensor& exponent) const {

@@ -33,7 +33,7 @@ Tensor triangle(const Tensor& x, int64_t diagonal, bool upper) {
 }  // namespace
 
 Tensor Tensor::one_hot(int64_t num_classes) const {
-  if (num_classes < 1) throw_error("one_hot: num_classes must be >= 1, got ", num_classes);
+  if (num_classes < 0) throw_value_error("one_hot: num_classes must be >= 0, got ", num_classes);
   return one_hot_mask(*this, num_classes).cast(dtypes::int32);
 }
 
@@ -74,6 +74,8 @@ Tensor Tensor::scatter(int axis, const Tensor& index, const Tensor& src) const {
   if (index.ndim() != ndim() || src.ndim() != ndim())
     throw_error("scatter: input ", shape_to_string(shape()), ", index ", shape_to_string(index.shape()), " and src ",
                 shape_to_string(src.shape()), " must have the same number of dims");
+  if (src.dtype() != dtype())  // as PyTorch's: no silent cast of the values
+    throw_error("scatter: src is ", src.dtype().name(), " but the input is ", dtype().name(), "; cast one of them");
   Pairs to_index, pad_to_self;
   for (int64_t d = 0; d < ndim(); d++) {
     if (index.shape()[d] > src.shape()[d] || (d != a && index.shape()[d] > shape()[d]))
@@ -84,7 +86,7 @@ Tensor Tensor::scatter(int axis, const Tensor& index, const Tensor& src) const {
   }
   if (index.numel() == 0) return *this;  // nothing lands anywhere
   // (..., k at a, ..., n): which target position each source element goes to, and its value
-  Tensor vals = src.cast(dtype()).shrink(to_index).pad(pad_to_self).unsqueeze(-1);
+  Tensor vals = src.shrink(to_index).pad(pad_to_self).unsqueeze(-1);
   pad_to_self.push_back({0, 0});
   Tensor mask = one_hot_mask(index, shape()[a]).pad(pad_to_self);
   vals = vals.expand(mask.shape());

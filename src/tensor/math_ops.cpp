@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kiln/error.h"
+#include "tensor/custom_gradient.h"
 #include "tensor/tensor_impl.h"
 
 namespace kiln {
@@ -21,6 +22,8 @@ Tensor floored_away_from_zero(const Tensor& a, const Tensor& b, const Tensor& fl
 // ±1 by x's sign, as a constant: odd functions are s * f(|x|), whose gradient at 0 is f'(0) (x.sign()
 // would give 0 there)
 Tensor sign_factor(const Tensor& x) { return x.lt(x.const_like(0)).where(x.const_like(-1), x.const_like(1)); }
+// |x| for those odd functions: its gradient at 0 is 1, where abs's is 0 (PyTorch's)
+Tensor odd_abs(const Tensor& x) { return sign_factor(x) * x; }
 
 Tensor as_float(const Tensor& x) { return x.dtype().is_float() ? x : x.cast(dtypes::default_float); }
 
@@ -29,7 +32,7 @@ Tensor as_float(const Tensor& x) { return x.dtype().is_float() ? x : x.cast(dtyp
 Tensor asin_poly(const Tensor& x) {
   constexpr double kCoefficients[] = {-0.0012624911, 0.0066700901, -0.0170881256, 0.0308918810,
                                       -0.0501743046, 0.0889789874, -0.2145988016, std::numbers::pi / 2};
-  Tensor ax = x.abs();
+  Tensor ax = odd_abs(x);
   Tensor poly = ax.const_like(kCoefficients[0]);
   for (size_t i = 1; i < std::size(kCoefficients); i++) poly = poly * ax + kCoefficients[i];
   return sign_factor(x) * (std::numbers::pi / 2 - (1.0 - ax).sqrt() * poly);
@@ -39,7 +42,7 @@ Tensor asin_poly(const Tensor& x) {
 // x^2 to float64 precision, so the result is log|x| + log 2: x^2 could overflow, log 2|x| cannot.
 constexpr double kLargeArgument = 1e8;
 Tensor log_hypot_sum(const Tensor& x, double c) {
-  Tensor ax = x.abs(), large = ax.gt(kLargeArgument);
+  Tensor ax = odd_abs(x), large = ax.gt(kLargeArgument);
   // each branch gets a harmless value where it is unused, so its gradient there is 0, not NaN
   Tensor xs = large.where(1.0, ax), xl = large.where(ax, 1.0);
   return large.where(xl.log() + std::numbers::ln2, (xs + (xs * xs + c).sqrt()).log());
@@ -133,7 +136,15 @@ Tensor Tensor::asinh() const {
 }
 Tensor Tensor::acosh() const {
   Tensor x = as_float(*this);
-  return x.lt(1.0).where(NAN, log_hypot_sum(x, -1));  // NaN below 1 even where |x| is large
+  Tensor out = x.lt(1.0).where(NAN, log_hypot_sum(x, -1));  // NaN below 1 even where |x| is large
+  // PyTorch's gradient 1 / sqrt(x^2 - 1), also below -1 where the value is NaN (the derived one is 0
+  // there: the NaN is a constant)
+  UOpRef input = x.uop();
+  auto backward = [input](const Tensor& g, const std::vector<bool>&) -> std::vector<std::optional<Tensor>> {
+    Tensor x(input);
+    return {g / ((x - 1.0) * (x + 1.0)).sqrt()};
+  };
+  return autograd::set_custom_gradient(out, {x}, backward);
 }
 Tensor Tensor::atanh() const { return ((1.0 + *this) / (1.0 - *this)).log() / 2.0; }
 Tensor Tensor::asin() const { return asin_poly(as_float(*this)); }
@@ -142,7 +153,7 @@ Tensor Tensor::atan() const {
   // atan(x) = asin(x / sqrt(1 + x^2)) for |x| <= 1, and pi/2 - atan(1/|x|) (with x's sign) above,
   // so that x^2 never overflows and atan(±inf) is ±pi/2
   Tensor x = as_float(*this);
-  Tensor ax = x.abs(), big = ax.gt(1.0);
+  Tensor ax = odd_abs(x), big = ax.gt(1.0);
   Tensor y = big.where(big.where(ax, 1.0).reciprocal(), ax);  // no 1/0 where unused: its gradient would be NaN
   Tensor r = (y / (y * y + 1.0).sqrt()).asin();
   return sign_factor(x) * big.where(std::numbers::pi / 2 - r, r);

@@ -10,12 +10,14 @@ namespace kiln {
 
 int axis_index(int axis, int64_t ndim, std::string_view op, const Shape& shape) {
   const int n = static_cast<int>(ndim);
-  if (n == 0) throw_error(op, ": axis ", axis, " is out of range: shape () has no axes");
+  if (n == 0) throw_index_error(op, ": axis ", axis, " is out of range: shape () has no axes");
   if (axis < -n || axis >= n)
-    throw_error(op, ": axis ", axis, " is out of range for shape ", shape_to_string(shape), ": expected ", -n,
-                " to ", n - 1);
+    throw_index_error(op, ": axis ", axis, " is out of range for shape ", shape_to_string(shape), ": expected ", -n,
+                      " to ", n - 1);
   return axis < 0 ? axis + n : axis;
 }
+
+bool implicit_axis(const Tensor& t, int axis) { return t.ndim() == 0 && (axis == 0 || axis == -1); }
 
 int Tensor::normalize_axis(int axis, std::string_view op) const { return axis_index(axis, ndim(), op, shape()); }
 
@@ -30,7 +32,7 @@ Shape resolve_shape(Shape shape, int64_t numel, const std::string& what) {
   }
   if (infer >= 0) shape[infer] = known != 0 && numel % known == 0 ? numel / known : -1;
   if ((infer >= 0 && shape[infer] < 0) || kiln::prod(shape) != numel)
-    throw_error(what, " to ", shape_to_string(requested), ": the element counts differ");
+    throw_value_error(what, " to ", shape_to_string(requested), ": the element counts differ");
   return shape;
 }
 
@@ -108,6 +110,44 @@ Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> bounds) const {
   return Tensor(UOp::make(Ops::SHRINK, dtype(), {uop()}, Pairs(bounds.begin(), bounds.end())));
 }
 
+namespace {
+
+// The sizes of shrink_to / pad_to, one per axis (nullopt: the axis's own), each checked by `fits`.
+template <class Fits>
+Shape sizes_to(const Tensor& x, const std::vector<std::optional<int64_t>>& sizes, std::string_view op,
+               std::string_view direction, Fits fits) {
+  if (static_cast<int64_t>(sizes.size()) != x.ndim())
+    throw_error(op, ": expected ", x.ndim(), " sizes for shape ", shape_to_string(x.shape()), ", got ",
+                sizes.size());
+  Shape out;
+  for (size_t i = 0; i < sizes.size(); i++) {
+    const int64_t have = x.shape()[i], want = sizes[i].value_or(have);
+    if (!fits(want, have))
+      throw_error(op, ": size ", want, " for axis ", i, " of shape ", shape_to_string(x.shape()), " must be ",
+                  direction, " ", have);
+    out.push_back(want);
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor Tensor::shrink_to(const std::vector<std::optional<int64_t>>& sizes) const {
+  Shape to = sizes_to(*this, sizes, "shrink_to", "between 0 and", [](int64_t want, int64_t have) {
+    return want >= 0 && want <= have;
+  });
+  Pairs bounds;
+  for (int64_t n : to) bounds.push_back({0, n});
+  return shrink(bounds);
+}
+
+Tensor Tensor::pad_to(const std::vector<std::optional<int64_t>>& sizes, double value) const {
+  Shape to = sizes_to(*this, sizes, "pad_to", "at least", [](int64_t want, int64_t have) { return want >= have; });
+  Pairs padding;
+  for (size_t i = 0; i < to.size(); i++) padding.push_back({0, to[i] - shape()[i]});
+  return pad(padding, PadMode::constant, value);
+}
+
 Tensor Tensor::flip(std::vector<int> axes) const {
   Shape flipped;
   for (int a : axes) {
@@ -144,6 +184,7 @@ Tensor Tensor::flatten(int start_dim, int end_dim) const {
 }
 
 Tensor Tensor::squeeze(int axis) const {
+  if (implicit_axis(*this, axis)) return *this;
   int a = normalize_axis(axis, "squeeze");
   if (shape()[a] != 1) return *this;  // as PyTorch: squeezing a non-1 axis does nothing
   Shape to = shape();

@@ -58,9 +58,15 @@ Tensor Tensor::pad(const Pairs& padding, PadMode mode, double value) const {
   // A fill an integer or bool tensor cannot hold (0.5, -inf) makes the result float, as tinygrad's.
   if (mode == PadMode::constant && !dtype().is_float() && !(std::isfinite(value) && value == std::trunc(value)))
     return cast(dtypes::default_float).pad(padding, mode, value);
-  // negative amounts crop: grow by the positive ones first, then cut
+  // Negative amounts crop. A circular border comes from the far end, which PyTorch crops first; the
+  // other modes grow by the positive amounts first, then cut.
   Pairs grow, cut;
   for (auto [b, a] : padding) grow.push_back({std::max<int64_t>(b, 0), std::max<int64_t>(a, 0)});
+  if (mode == PadMode::circular && grow != padding) {
+    for (size_t axis = 0; axis < padding.size(); axis++)
+      cut.push_back({padding[axis].first - grow[axis].first, padding[axis].second - grow[axis].second});
+    return pad(cut, PadMode::constant).pad(grow, mode);  // the negative amounts alone: a crop
+  }
   Tensor x = *this;
   if (mode == PadMode::constant) {
     x = x.pad(grow);
@@ -74,8 +80,6 @@ Tensor Tensor::pad(const Pairs& padding, PadMode mode, double value) const {
         throw_error("pad: reflect padding (", b, ", ", a, ") must be less than the size ", n, " of axis ", axis);
       if (mode == PadMode::circular && (b > n || a > n))
         throw_error("pad: circular padding (", b, ", ", a, ") wraps around axis ", axis, " of size ", n, " more than once");
-      if (mode == PadMode::circular && (padding[axis].first < 0 || padding[axis].second < 0))
-        throw_error("pad: circular padding does not crop, got (", padding[axis].first, ", ", padding[axis].second, ")");
       std::vector<Tensor> parts;
       if (b > 0) parts.push_back(border(x, axis, b, true, mode));
       parts.push_back(x);

@@ -242,22 +242,20 @@ Tensor conv_windows(const Tensor& xp, const Tensor& w, const Shape& stride, cons
 }
 
 // Output rows narrower than this fill no AVX-512 vector: such convs vectorize along the output
-// channels instead (conv_channels_last). The MNIST CNN's 3x3 convs on 8- and 10-wide rows, NCHW ->
-// channels-last: input gradients 14.2 -> 9.0 and 13.8 -> 11.0 ms, forward 6.6 -> 5.4 ms (Zen 4).
+// channels instead (conv_channels_last), as the MNIST CNN's 3x3 convs on 8- and 10-wide rows do.
 constexpr int64_t kMinRowForChannelsFirst = 16;
 // In the NCHW layout a conv's register tile is output channels x row chunks (x 2 rows), with one
 // broadcast weight per channel: with AVX-512's 32 registers that tile is wide enough (the MNIST
-// CNN's 5x5 convs at ~190 GFLOP/s). With 16 registers (AVX2) it shrinks to 8 channels x 8 pixels,
-// a broadcast per multiply, or to 4-lane halves for a 20-pixel row: the channels-last matmul form
-// (6 pixels x 16 channels, a broadcast per two multiplies) ran 1.5-2.5x faster on a Zen 3 (5x5
-// forward 165 -> 66 ms, its input gradient 160 -> 105 ms, a 3x3 of 64 channels on 56x56 1.1-1.4x).
+// CNN's 5x5 convs). With 16 registers (AVX2) it shrinks to 8 channels x 8 pixels, a broadcast per
+// multiply, or to 4-lane halves for a 20-pixel row: the channels-last matmul form (6 pixels x 16
+// channels, a broadcast per two multiplies) does more arithmetic per load there.
 constexpr int kMinVectorRegistersForChannelsFirst = 32;
 
 // An ungrouped convolution of an already padded input as a matmul over channels-last copies:
 // out[n, o..., co] = sum over (k..., ci) of x[n, o*s + k*d..., ci] * w[k..., ci, co]. The weight's
 // loads and the store move along co (the vector axis), the input's along nothing the tile varies
 // in co (broadcast), so pixels x channels form a register tile as in a matmul. A 3x3 conv of 64
-// channels on 8x8 inputs (6-wide output rows): ~2.2x faster than conv_windows, copies included.
+// channels on 8x8 inputs (6-wide output rows) beats conv_windows, copies included.
 Tensor conv_channels_last(const Tensor& xp, const Tensor& w, const Shape& stride, const Shape& dilation) {
   const size_t nk = static_cast<size_t>(w.ndim() - 2);
   const int64_t bs = xp.shape()[0], cout = w.shape()[0], cin = w.shape()[1];
@@ -290,7 +288,7 @@ bool runs_channels_last(const Tensor& xp, const Tensor& w, const Shape& stride, 
   // devices without SIMD vectors (GPUs) take NCHW's one output per work-item as it is
   const runtime::Device& dev = runtime::get_device(xp.device());
   const bool wide_registers = dev.vector_bytes() == 0 || dev.vector_registers() >= kMinVectorRegistersForChannelsFirst;
-  const bool deep = w.shape()[1] >= kMinChannelsForChannelsLast;  // a first layer's 1-3 channels: 2x slower as a matmul
+  const bool deep = w.shape()[1] >= kMinChannelsForChannelsLast;  // a first layer's 1-3 channels fill no vector
   return groups == 1 && w.shape()[0] >= kMinChannelsForChannelsLast &&
          (last_row < kMinRowForChannelsFirst || (!wide_registers && deep));
 }
@@ -317,8 +315,7 @@ Tensor channels_last_padded(const Tensor& x, const Pairs& pads) {
 // `x` zero-padded by `pads` (some nonzero) as conv_core's input. For the NCHW form stored padded,
 // so its conv reads the border without bounds checks. For the channels-last forms a channels-last
 // copy of x, padded as a view: their reads of it then move whole channel vectors under a border
-// gate, where copying a padded NCHW input transposes under that gate, one scalar at a time (a
-// 56x56 3x3 conv's input: 8.4 ms + 4.7 ms of copies -> 2.5 ms + 4 ms).
+// gate, where copying a padded NCHW input transposes under that gate, one scalar at a time.
 Tensor padded_input(const Tensor& x, const Pairs& pads, ConvForm form) {
   if (form == ConvForm::windows) return pad_spatial(x, pads).contiguous();
   return channels_last_padded(x, pads);
@@ -339,7 +336,7 @@ Tensor conv_core(const Tensor& xp, const Tensor& w, const Shape& stride, const S
 // computed from channels-last copies of x and g. Both loads then move along ci (and co)
 // contiguously and the store along ci, so ci becomes the SIMD vector axis and co the register
 // tile's other side, as in a matmul. Read in the NCHW layout, the only contiguous axes are the
-// small spatial ones (6 wide for a 3x3 conv on 8x8 inputs: 4- and 2-lane vectors, ~9x slower).
+// small spatial ones (6 wide for a 3x3 conv on 8x8 inputs: 4- and 2-lane vectors).
 Tensor conv_weight_gradient(const Tensor& x, const Tensor& g, const Shape& kernel, const Shape& stride,
                             const Shape& dilation) {
   const size_t nk = kernel.size();
@@ -565,7 +562,7 @@ Tensor Tensor::max_pool2d(const Shape& kernel, const Shape& stride, const Pairs&
   // and stored so (a view of it is the NCHW result): its reads and stores move along channel
   // vectors, and so do the backward pass's reads of it and the next convolution's channels-last
   // copy, which becomes a view. In NCHW the pool gathered a scalar per channel plane, and so did its
-  // backward: the MNIST CNN's max-pool kernels and their gradients ~17 -> ~7 ms a step.
+  // backward (the MNIST CNN's max-pool kernels and their gradients).
   if (reads_channels_last(*this)) {
     const size_t nk = w.k.size();
     std::vector<int> order = channels_last(nk);  // (N, o..., C, k...)

@@ -189,6 +189,16 @@ Tensor Tensor::unfold(int dim, int64_t size, int64_t step) const {
     throw_error("unfold: size must be in [0, ", shape()[a], "] (dim ", dim, " of ", shape_to_string(shape()), "), got ",
                 size);
   if (step <= 0) throw_error("unfold: step must be > 0, got ", step);
+  if (size == 0) {
+    // pool has no empty kernel: windows of 1 over the axis padded by one element give as many windows
+    // as size 0 has (n / step + 1), then each keeps none of its element
+    std::vector<std::pair<int64_t, int64_t>> grow(static_cast<size_t>(ndim()), {0, 0}), keep;
+    grow[a] = {0, 1};
+    Tensor windows = pad(grow).unfold(a, 1, step);
+    for (int64_t d : windows.shape()) keep.push_back({0, d});
+    keep.back() = {0, 0};
+    return windows.shrink(keep);
+  }
   std::vector<int> to_last, back;
   for (int d = 0; d < ndim(); d++)
     if (d != a) to_last.push_back(d);

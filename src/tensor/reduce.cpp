@@ -38,7 +38,7 @@ std::vector<int> reduce_axes(const Tensor& t, const std::vector<int>& axes, std:
   if (axes.empty())
     for (int i = 0; i < t.ndim(); i++) out.push_back(i);
   for (int a : axes) {
-    if (t.ndim() == 0 && (a == 0 || a == -1)) continue;  // a 0-d tensor's one implicit axis (PyTorch)
+    if (implicit_axis(t, a)) continue;
     int axis = t.normalize_axis(a, op);
     if (std::find(out.begin(), out.end(), axis) != out.end())
       throw_error(op, ": axes ", shape_to_string(Shape(axes.begin(), axes.end())), " name axis ", axis, " twice");
@@ -113,6 +113,7 @@ Tensor Tensor::argmin(int axis, bool keepdim) const {
 }
 
 Tensor Tensor::softmax(int axis) const {
+  if (implicit_axis(*this, axis)) return reshape({1}).softmax(0).reshape({});
   int a = normalize_axis(axis, "softmax");
   Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
   Tensor e = (x - x.max({a}, true)).exp();
@@ -120,11 +121,13 @@ Tensor Tensor::softmax(int axis) const {
 }
 
 Tensor Tensor::softmin(int axis) const {
+  if (implicit_axis(*this, axis)) return reshape({1}).softmin(0).reshape({});
   int a = normalize_axis(axis, "softmin");
   return (-(dtype().is_float() ? *this : cast(dtypes::default_float))).softmax(a);
 }
 
 Tensor Tensor::log_softmax(int axis) const {
+  if (implicit_axis(*this, axis)) return reshape({1}).log_softmax(0).reshape({});
   int a = normalize_axis(axis, "log_softmax");
   Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
   Tensor shifted = x - x.max({a}, true);
@@ -132,6 +135,7 @@ Tensor Tensor::log_softmax(int axis) const {
 }
 
 Tensor Tensor::logsumexp(int axis, bool keepdim) const {
+  if (implicit_axis(*this, axis)) return reshape({1}).logsumexp(0).reshape({});
   int a = normalize_axis(axis, "logsumexp");
   Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
   // Shift by the max for range, but not by an infinite one: inf - inf would be NaN, where the
@@ -144,13 +148,12 @@ Tensor Tensor::logsumexp(int axis, bool keepdim) const {
 
 namespace {
 // The CPU's register tile reads two vectors of the right operand's columns per step along k
-// (heuristics.cpp): 32 columns with AVX-512, 16 with AVX2. In a row-major (k, m) matrix those steps
+// (codegen/heuristics/): 32 columns with AVX-512, 16 with AVX2. In a row-major (k, m) matrix those steps
 // are a row apart, so every step loads new lines that the L1 cache maps to the same few sets. A
 // copy of the matrix in panels of the tile's columns, each panel contiguous (one pass over it),
-// lets a tile walk down its panel instead. With AVX-512 (8x32 tiles) matmul 2048 ran ~1.6x faster
-// (130 -> 210 GFLOP/s) and at 1024 and below the copy did not pay; AVX2's 4x16 tile loads twice
-// the panel bytes per multiply, and there 512 and 1024 ran ~1.6-2x faster (~99 -> 155 GFLOP/s on a
-// Zen 3).
+// lets a tile walk down its panel instead. With AVX-512 (8x32 tiles) the copy pays from matmul 2048
+// on, not at 1024 and below; AVX2's 4x16 tile loads twice the panel bytes per multiply, so there it
+// pays from 512.
 int64_t panel_columns(const Tensor& b) {
   return 2 * runtime::get_device(b.device()).vector_bytes() / std::max(1, b.dtype().itemsize());
 }
@@ -159,8 +162,8 @@ int64_t panel_min_elements(const Tensor& b) {
 }
 
 // The CPU's register tile covers rows in blocks of up to 8 and columns in 16-lane vectors
-// (heuristics.cpp), in sizes that divide the matrix. Sizes without such divisors (257 is prime,
-// 500 has only 4) leave scalar or narrow-vector tiles: matmul 257 ran at 4 GFLOP/s, 500 at 55.
+// (codegen/heuristics/), in sizes that divide the matrix. Sizes without such divisors (257 is prime,
+// 500 has only 4) leave scalar or narrow-vector tiles, a fraction of the vector units' speed.
 // Above this much work, such an operand is copied zero-padded to whole tiles (the result is cut
 // back): the copies cost O(n^2) of the O(n^3), the padding a few percent more multiplies.
 constexpr int64_t kTileRows = 8, kTileColumns = 16, kPadMinWork = 128 * 128 * 128;
@@ -211,7 +214,10 @@ Tensor Tensor::matmul(const Tensor& o) const {
   // (..., n, k) @ (..., k, m): broadcast (..., n, 1, k) * (..., 1, m, k) and sum over k.
   Tensor lhs = a.unsqueeze(-2);
   Tensor rhs = b.transpose(-1, -2).unsqueeze(-3);
-  Tensor r = (lhs * rhs).sum({-1});
+  const Tensor products = lhs * rhs;
+  Tensor r = products.sum({-1});
+  // as tinygrad's: small ints add up in a wider dtype, the result is the operands' promoted dtype
+  if (r.dtype() != products.dtype()) r = r.cast(products.dtype());
   if (n_tiled != n || m_tiled != m) {
     // stored whole: a cut taken before that would shrink the kernel's loops back to n and m
     Pairs bounds;

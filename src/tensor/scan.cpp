@@ -86,9 +86,9 @@ Tensor scan_last(const Tensor& x, Scan op) {
 // The scan of `t` along `axis`; `name` is the public op, for errors.
 Tensor scan(const Tensor& t, int axis, Scan op, std::string_view name) {
   // A 0-d tensor is its own scan along its one implicit axis, 0 or -1 (PyTorch, tinygrad).
-  if (t.ndim() == 0 && axis != 0 && axis != -1) axis_index(axis, 0, name, t.shape());
-  const int a = t.ndim() == 0 ? 0 : t.normalize_axis(axis, name);
-  if (t.ndim() == 0 || t.shape()[a] == 0) return t;
+  if (implicit_axis(t, axis)) return t;
+  const int a = t.normalize_axis(axis, name);
+  if (t.shape()[a] == 0) return t;
   return scan_last(t.transpose(a, -1), op).transpose(a, -1);
 }
 

@@ -110,7 +110,7 @@ Tensor Tensor::scatter_reduce(int axis, const Tensor& index, const Tensor& src, 
 Tensor Tensor::scatter(int axis, const Tensor& index, const Tensor& src, std::string_view reduce) const {
   if (reduce == "add") return scatter_reduce(axis, index, src, "sum");
   if (reduce == "multiply") return scatter_reduce(axis, index, src, "prod");
-  throw_error("scatter: reduce must be 'add' or 'multiply', got '", reduce, "'");
+  throw_type_error("scatter: reduce must be 'add' or 'multiply', got '", reduce, "'");
 }
 
 Tensor Tensor::masked_select(const Tensor& mask, std::optional<int64_t> size, double fill_value) const {

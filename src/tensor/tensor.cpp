@@ -1,11 +1,13 @@
 // Tensor core: handles, the live-tensor registry, realize and readback.
 #include "tensor/tensor_impl.h"
 
+#include <cstdint>
 #include <cstring>
 
 #include "engine/buffers.h"
 #include "engine/dispatch_cache.h"
 #include "engine/realize.h"
+#include "kiln/device.h"
 #include "kiln/error.h"
 #include "kiln/ir/pattern_matcher.h"
 #include "schedule/devices.h"
@@ -211,6 +213,20 @@ Tensor tensor_over_host_memory(void* data, DType dtype, Shape shape, std::functi
   auto [buf, t] = new_flat_tensor(dtype, shape);
   engine::adopt_host_memory(*buf, data, std::move(release));
   return t;
+}
+
+Tensor Tensor::from_blob(const void* ptr, Shape shape, DType dtype) {
+  for (int64_t d : shape)
+    if (d < 0) throw_error("from_blob: expected a shape of sizes >= 0, got ", shape_to_string(shape));
+  const int64_t n = kiln::prod(shape);
+  if (n > 0 && ptr == nullptr) throw_error("from_blob: null pointer for ", n, " elements of ", dtype.name());
+  const size_t bytes = static_cast<size_t>(n) * static_cast<size_t>(dtype.itemsize());
+  const bool aligned = reinterpret_cast<uintptr_t>(ptr) % static_cast<uintptr_t>(dtype.itemsize()) == 0;
+  if (n == 0) return Tensor::empty(std::move(shape), dtype);
+  if (!aligned || !runtime::get_device(engine::default_device()).allocator().host_memory())
+    return tensor_from_bytes(ptr, bytes, dtype, std::move(shape));
+  // kiln never writes a buffer it reads from; the memory stays its owner's, so nothing to give back
+  return tensor_over_host_memory(const_cast<void*>(ptr), dtype, std::move(shape), [] {});
 }
 
 void tensor_to_bytes(const Tensor& t, void* dst, size_t bytes) {

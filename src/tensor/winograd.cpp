@@ -2,8 +2,8 @@
 // WINO). An m x m output tile of an r x r convolution is AT [(G g GT) * (BT d B)] A, with d the
 // (m+r-1)^2 input tile: the per-channel products become one elementwise product per tile position,
 // summed over input channels (a matmul per position), between memory-bound transforms.
-// For F(4x4, 5x5): 64 multiplies per tile and channel pair instead of 400. The MNIST CNN's 5x5
-// convolution of 32 channels on 24x24 inputs (batch 512): 57 ms direct, ~30 ms here.
+// For F(4x4, 5x5): 64 multiplies per tile and channel pair instead of 400, which pays for the
+// transforms on the MNIST CNN's 5x5 convolution of 32 channels on 24x24 inputs.
 //
 // Every pass moves along the channels (the SIMD axis): the input is read channels-last, the
 // transforms mix one spatial axis at a time (8 multiply-adds per value instead of 64 for both at
@@ -220,7 +220,7 @@ Tensor weight_gradient(const Tensor& xp, const Tensor& grad) {
   // few chunks of images first (enough to share among the cores): each tile position reads only
   // its own slice, so big chunks cost no cache, and the automatic split (split_reduce.cpp, sized
   // for reductions whose every output reads every input) made 128 chunks, 33 MB of partial sums
-  // written and read again (the MNIST CNN's step: ~7 ms).
+  // written and read again.
   int64_t chunks = std::min(kImageChunks, t.n);
   while (t.n % chunks != 0) chunks--;
   Tensor du = (dm.reshape({chunks, t.n / chunks, a * a, tiles, cout, 1}) * v.reshape({chunks, t.n / chunks, a * a, tiles, 1, cin}))

@@ -59,8 +59,7 @@ UOpRef simplify_within(const UOpRef& address, const std::vector<std::pair<const 
 }
 
 // Each bound alone, then all of them together: a padded 2-D read's address ((y*56+x-57) % n) stays
-// in range only when both y >= 1 and x >= 1 (the conv input's padding copy without its remainder:
-// 8 -> 4.5 ms).
+// in range only when both y >= 1 and x >= 1 (then the conv input's padding copy needs no remainder).
 UOpRef simplify_given(const UOpRef& address, const UOpRef& gate) {
   std::vector<std::pair<const UOp*, std::pair<double, double>>> narrowed;
   for (const auto& [x, range] : bounds_in(gate)) {

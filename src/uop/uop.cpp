@@ -152,7 +152,7 @@ std::vector<ReshapeGroup> reshape_groups(const Shape& in, const Shape& out) {
 void check_shape(const Shape& s, const char* what) {
   double total = 1;
   for (int64_t d : s) {
-    if (d < 0) throw_error(what, ": dimensions must be >= 0, got ", shape_to_string(s));
+    if (d < 0) throw_value_error(what, ": dimensions must be >= 0, got ", shape_to_string(s));
     total *= static_cast<double>(d);
   }
   if (total > static_cast<double>(kMaxNumel))

@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/tensor.h"
@@ -101,6 +102,31 @@ struct GroupNorm {
   int64_t num_groups, num_channels;
   std::optional<Tensor> weight, bias;
   double eps;
+};
+
+// A GroupNorm of one channel per group, as tinygrad's: each sample's channel is normalized over its
+// other axes, (N, C, ...) inputs.
+struct InstanceNorm : GroupNorm {
+  InstanceNorm(int64_t num_features, double eps = 1e-5, bool affine = true)
+      : GroupNorm(num_features, num_features, eps, affine) {}
+};
+
+// LayerNorm over the channel axis of (N, C, H, W) inputs.
+struct LayerNorm2d : LayerNorm {
+  using LayerNorm::LayerNorm;
+  Tensor operator()(const Tensor& x) const;
+};
+
+// One step of an LSTM, as PyTorch's and tinygrad's: the gates (input, forget, cell, output) are the
+// rows of weight_ih (4 hidden, input) and weight_hh (4 hidden, hidden), in that order.
+struct LSTMCell {
+  using State = std::pair<Tensor, Tensor>;  // (h, c), each (N, hidden_size)
+  LSTMCell(int64_t input_size, int64_t hidden_size, bool bias = true);
+  // The next (h, c) from x (N, input_size) and the previous state (zeros when absent).
+  State operator()(const Tensor& x, const std::optional<State>& hc = std::nullopt) const;
+  void collect(StateDict& out, const std::string& prefix = "") const;
+  Tensor weight_ih, weight_hh;
+  std::optional<Tensor> bias_ih, bias_hh;
 };
 
 struct RMSNorm {

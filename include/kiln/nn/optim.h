@@ -39,6 +39,23 @@ class SGD : public Optimizer {
   std::vector<Tensor> updates(const std::vector<Tensor>& grads, std::vector<Tensor>& state) override;
 };
 
+// Muon, as tinygrad's: SGD momentum (Nesterov by default), then each parameter's step (as a matrix of
+// its first axis by the rest) orthogonalized by ns_steps Newton–Schulz iterations with
+// ns_coefficients, and weight decay applied after the momentum, decoupled: p <- p (1 - lr wd) - lr step.
+class Muon : public Optimizer {
+ public:
+  Muon(std::vector<Tensor> params, double lr = 0.001, double momentum = 0.95, double weight_decay = 0.1,
+       int ns_steps = 5, std::vector<double> ns_coefficients = {3.4445, -4.775, 2.0315}, bool nesterov = true);
+  double momentum, weight_decay;
+  int ns_steps;
+  std::vector<double> ns_coefficients;
+  bool nesterov;
+  std::vector<Tensor> buf;  // momentum buffers
+
+ protected:
+  std::vector<Tensor> updates(const std::vector<Tensor>& grads, std::vector<Tensor>& state) override;
+};
+
 // LAMB (layer-wise trust ratio); with adam=true it is AdamW with decoupled weight decay.
 class LAMB : public Optimizer {
  public:

@@ -1,8 +1,9 @@
 """Elementwise ops and Python operators. A Python scalar next to a tensor becomes a constant by
 tinygrad's rule (below); the C++ op then broadcasts and promotes both sides."""
 from __future__ import annotations
+import math
 from kiln._core import _kiln
-from kiln.dtype import DType, dtypes, fits
+from kiln.dtype import DType, dtypes, fits, wrap_int
 from kiln.mixin.base import TensorBase
 
 def _python_scalar(x):
@@ -29,6 +30,16 @@ def _reversed(op):
   """The reflected operator (`2 - t` is t.__rsub__(2)) of a method made by _binary."""
   def reflected(self, x): return op(self, x, True)
   return reflected
+
+def _bitwise(name: str):
+  """The bitwise op `name`. A Python int next to an integer tensor gives its low bits in the tensor's dtype
+  (int32 | 0xFFFFFFFF is -1, as tinygrad's), where arithmetic would widen the dtype to hold it."""
+  op = _binary(name)
+  def bitwise(self, x, reverse=False):
+    if type(x) is int and self.dtype.is_int: x = self._wrap(_scalar(wrap_int(x, self.dtype), self.dtype))
+    return op(self, x, reverse)
+  bitwise.__name__ = bitwise.__qualname__ = name
+  return bitwise
 
 _tensor_pow = _binary("pow")  # Tensor.pow's case of a tensor exponent or base
 
@@ -68,12 +79,14 @@ class ElementwiseMixin(TensorBase):
   idiv = _binary("idiv", "Floor division (Python's and PyTorch's //); integer division by zero gives 0.")
   mod = _binary("mod", "The remainder with the divisor's sign (Python's and PyTorch's %).")
   def pow(self, x, reverse=False):
-    if not reverse and not isinstance(x, TensorBase): return self._wrap(self._t.pow(float(x)))  # x**2, x**0.5 are cheap
+    if not reverse and not isinstance(x, TensorBase):  # x**2, x**0.5 are cheap
+      base = self if self.dtype.is_float or isinstance(x, int) else self.cast(dtypes.default_float)  # int ** 2.0 is float
+      return self._wrap(base._t.pow(float(x)))
     return _tensor_pow(self, x, reverse)
   def isnan(self): return self._wrap(self._t.isnan())
   def isinf(self, detect_positive=True, detect_negative=True): return self._wrap(self._t.isinf(detect_positive, detect_negative))
   def isfinite(self): return self._wrap(self._t.isfinite())
-  bitwise_and, bitwise_or, bitwise_xor = _binary("bitwise_and"), _binary("bitwise_or"), _binary("bitwise_xor")
+  bitwise_and, bitwise_or, bitwise_xor = _bitwise("bitwise_and"), _bitwise("bitwise_or"), _bitwise("bitwise_xor")
   def bitwise_not(self): return self._wrap(self._t.bitwise_not())
   def _shift(self, name: str, x, reverse: bool):
     if isinstance(x, int) and not isinstance(x, bool) and not reverse: return self._wrap(getattr(self._t, name)(x))
@@ -88,6 +101,8 @@ class ElementwiseMixin(TensorBase):
   maximum, minimum = _binary("maximum"), _binary("minimum")
   def clip(self, min_=None, max_=None):
     if min_ is None and max_ is None: raise RuntimeError("clip: at least one of min_ or max_ must not be None")
+    if self.dtype.is_float and not isinstance(min_, TensorBase) and not isinstance(max_, TensorBase):
+      return self._wrap(self._t.clip(-math.inf if min_ is None else float(min_), math.inf if max_ is None else float(max_)))
     out = self.maximum(min_) if min_ is not None else self
     return out.minimum(max_) if max_ is not None else out
   clamp = clip

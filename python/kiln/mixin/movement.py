@@ -36,13 +36,25 @@ class MovementMixin(TensorBase):
     """Keeps [begin, end) of each axis; None keeps the whole axis."""
     return self._wrap(self._t.shrink([(0, s) if a is None else tuple(a) for a, s in zip(arg, self.shape)]))
 
+  def _sizes_to(self, op: str, shape, args) -> list:
+    sizes = list(argfix(shape, *args))
+    if len(sizes) != self.ndim:
+      raise ValueError(f"{op}: expected {self.ndim} sizes for shape {self.shape}, got {len(sizes)}")
+    return sizes
+  def shrink_to(self, shape, *args):
+    """Cuts each axis at its end to the given size (None keeps it), as tinygrad's: t.shrink_to(2, None)."""
+    return self._wrap(self._t.shrink_to(self._sizes_to("shrink_to", shape, args)))
+  def pad_to(self, shape, *args, value: float = 0):
+    """Pads each axis at its end with `value` to the given size (None keeps it), as tinygrad's."""
+    return self._wrap(self._t.pad_to(self._sizes_to("pad_to", shape, args), value))
+
   def pad(self, padding, mode: str = "constant", value: float = 0.0):
     """Pads each axis: with `value` (mode 'constant'), its mirror image without the edge ('reflect'),
     the edge repeated ('replicate') or the other end ('circular'). `padding` is per axis ((before,
     after) or None) or flat as PyTorch's (last axis first: (left, right, top, bottom, ...));
     negative amounts crop."""
     if mode not in _kiln.PadMode.__members__:
-      raise ValueError(f"pad: mode={mode!r}: expected 'constant', 'reflect', 'replicate' or 'circular'")
+      raise _kiln.KilnNotImplementedError(f"pad: mode={mode!r}: expected 'constant', 'reflect', 'replicate' or 'circular'")
     if all(isinstance(p, int) for p in padding):
       pairs = pairs_from_flat(padding)
       if len(pairs) > self.ndim: raise ValueError(f"pad: padding {tuple(padding)} is for more than {self.ndim} dims")
@@ -55,6 +67,8 @@ class MovementMixin(TensorBase):
   # Tensor.cat(a, b), a.cat(b) and Tensor.cat([a, b]) all work, as tinygrad's
   def cat(self, *args, dim: int = 0):
     ts = argfix(self, *args)
+    for i, t in enumerate(ts):  # an IndexError, as tinygrad's
+      if t.ndim == 0: raise IndexError(f"cat: zero-dimensional tensor (at position {i}) cannot be concatenated")
     return ts[0]._wrap(_kiln.Tensor.cat([t._t for t in ts], dim))
   def stack(self, *args, dim: int = 0):
     ts = argfix(self, *args)
@@ -69,8 +83,11 @@ class MovementMixin(TensorBase):
   def gather(self, dim: int, index): return self._wrap(self._t.gather(dim, index._t))
   def scatter(self, dim: int, index, src, reduce: str | None = None):
     """A copy with `src` (a tensor or a scalar) placed at `index` along dim; a later index wins, or
-    with reduce='add' / 'multiply' each combines with the value already there."""
+    with reduce='add' / 'multiply' each combines a scalar src with the value already there (for a tensor
+    src, as tinygrad: scatter_reduce)."""
     if not isinstance(src, TensorBase): src = index.full_like(src, dtype=self.dtype)
+    elif reduce is not None:
+      raise _kiln.KilnTypeError(f"scatter: a tensor src does not go with reduce={reduce!r}; use scatter_reduce")
     if reduce is None: return self._wrap(self._t.scatter(dim, index._t, src._t))
     return self._wrap(self._t.scatter(dim, index._t, src._t, reduce))
   def scatter_reduce(self, dim: int, index, src, reduce: str, include_self: bool = True):
@@ -80,16 +97,18 @@ class MovementMixin(TensorBase):
     """The elements where `mask` is true, as one axis. Without `size` the mask is read to count them
     (not jittable); with it, the first `size` of them padded with fill_value."""
     return self._wrap(self._t.masked_select(mask._t, size, fill_value))
-  def nonzero(self, size: int | None = None, fill_value: int = 0):
-    """(n, ndim) int32 coordinates of the nonzero elements; `size` as masked_select's."""
-    return self._wrap(self._t.nonzero(size, fill_value))
+  def nonzero(self, size: int | None = None, fill_value: int | float = 0):
+    """(n, ndim) int32 coordinates of the nonzero elements; `size` as masked_select's. A float fill_value
+    is truncated: the coordinates stay integers (tinygrad)."""
+    return self._wrap(self._t.nonzero(size, int(fill_value)))
   def masked_fill(self, mask, value):
     """value (a number, or a tensor broadcast against self) where mask is true: tinygrad's
     mask.where(value, self), so the dtypes promote as in `self + value` (an int tensor filled with -inf is float)."""
     return (mask if mask.dtype == dtypes.bool else mask.bool()).where(value, self)
-  def one_hot(self, num_classes: int = -1):
-    """int32 with a new last axis; num_classes=-1 takes the largest value + 1 (reads the data)."""
-    if num_classes == -1: num_classes = int(self.max().item()) + 1
+  def one_hot(self, num_classes: int | None = None):
+    """int32 with a new last axis; without num_classes, the largest value + 1 (reads the data). A negative
+    num_classes is a ValueError (tinygrad's rule; torch's -1 is spelled by leaving it out)."""
+    if num_classes is None: num_classes = int(self.max().item()) + 1
     return self._wrap(self._t.one_hot(num_classes))
   def cumsum(self, axis: int = 0): return self._wrap(self._t.cumsum(axis))
   def cumprod(self, axis: int): return self._wrap(self._t.cumprod(axis))

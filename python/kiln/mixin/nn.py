@@ -19,11 +19,11 @@ class NNMixin(TensorBase):
     x = self if dtype is None else self.cast(dtype)
     dims = max(weight.ndim - 2, 0)
     return self._wrap(x._t.conv2d(weight._t, raw(bias), per_axis(stride, dims, "stride"),
-                                  pool_pads(padding, dims, "conv2d"), per_axis(dilation, dims, "dilation"), groups))
+                                  pool_pads(padding, dims), per_axis(dilation, dims, "dilation"), groups))
   def conv_transpose2d(self, weight, bias=None, groups=1, stride=1, dilation=1, padding=0, output_padding=0):
     dims = max(weight.ndim - 2, 0)
     return self._wrap(self._t.conv_transpose2d(weight._t, raw(bias), per_axis(stride, dims, "stride"),
-                                               pool_pads(padding, dims, "conv_transpose2d"), per_axis(dilation, dims, "dilation"), groups,
+                                               pool_pads(padding, dims), per_axis(dilation, dims, "dilation"), groups,
                                                per_axis(output_padding, dims, "output_padding")))
   def _window(self, kernel_size, stride, dilation, padding, op="pool"):
     """A pool's kernel, stride, padding and dilation per spatial axis (as many axes as kernel sizes).
@@ -74,15 +74,7 @@ class NNMixin(TensorBase):
     Frobenius norm 1 (Muon's orthogonalization); a tall matrix goes through its transpose so G G^T is the
     smaller product."""
     if self.ndim < 2: raise ValueError(f"newton_schulz: expected a tensor of 2 or more dims, got shape {self.shape}")
-    if self.shape[-2] > self.shape[-1]: return self.transpose(-2, -1).newton_schulz(steps, params, eps).transpose(-2, -1)
-    g = self / (self.square().sum(axis=(-2, -1), keepdim=True).sqrt() + eps)
-    for _ in range(steps):
-      gram, term, terms = g @ g.transpose(-2, -1), g, []
-      for i, p in enumerate(params):
-        if i: term = gram @ term
-        terms.append(term * p)
-      g = functools.reduce(lambda a, b: a + b, terms)
-    return g
+    return self._wrap(self._t.newton_schulz(steps, list(params), eps))
 
   # ***** activations *****
   def gelu(self, approximate: str = "tanh"):

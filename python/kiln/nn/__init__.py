@@ -13,6 +13,18 @@ def _one_size(kernel_size, *sizes) -> bool:
   k = make_tuple(kernel_size, 2)
   return len(k) == 2 and k[0] == k[1] and all(isinstance(s, int) for s in sizes)
 
+def conv_padding(padding, kernel_size: tuple[int, ...], stride, dilation):
+  """A conv layer's padding, with the strings PyTorch accepts resolved: 'valid' is none, 'same' keeps a
+  stride-1 output the input's size; an odd total padding puts the extra pixel on the right (bottom),
+  as PyTorch. The result is flat, (left, right, top, bottom), as Tensor.conv2d takes it."""
+  if not isinstance(padding, str): return padding
+  if padding.lower() == "valid": return 0
+  if padding.lower() != "same": raise ValueError(f"Invalid padding string {padding!r}, only 'same' and 'valid' are supported")
+  if any(s != 1 for s in make_tuple(stride, len(kernel_size))):
+    raise ValueError(f"padding='same' is not supported for strided convolutions, got stride={stride}")
+  total = [d * (k - 1) for d, k in zip(make_tuple(dilation, len(kernel_size)), kernel_size)]
+  return tuple(p for t in reversed(total) for p in (t // 2, t - t // 2))
+
 def layer_tensor(t: _kiln.Tensor) -> Tensor:
   """A layer's tensor: a parameter, or state that is explicitly not one (running statistics), so
   an optimizer given it keeps it up to date instead of training it (tinygrad's buffers)."""
@@ -27,7 +39,9 @@ class Layer:
   def _state_dict(self) -> dict[str, _kiln.Tensor]:
     """The C++ layer's tensors (a sorted map) in the order its binding declares them: tinygrad's
     attribute order (weight before bias)."""
-    rank = {name: i for i, name in enumerate(type(self._layer).__dict__)}
+    rank: dict[str, int] = {}
+    for cls in reversed(type(self._layer).__mro__):  # a base layer's attributes first
+      for name in cls.__dict__: rank.setdefault(name, len(rank))
     return dict(sorted(self._layer.state_dict().items(), key=lambda kv: rank.get(kv[0], len(rank))))
   def __deepcopy__(self, memo):
     """A layer holding copies of this one's tensors (and of a Python subclass's attributes)."""
@@ -66,6 +80,7 @@ class Conv2d(PerAxisConv):
   one per spatial axis; padding may also be flat, (left, right, top, bottom)."""
   def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1, groups=1,
                bias: bool = True):
+    padding = conv_padding(padding, make_tuple(kernel_size, 2), stride, dilation)
     if _one_size(kernel_size, stride, padding, dilation):
       super().__init__(_kiln.nn.Conv2d(in_channels, out_channels, make_tuple(kernel_size, 2)[0], stride, padding, bias,
                                        dilation, groups))
@@ -114,13 +129,33 @@ class BatchNorm(Layer):
 BatchNorm2d = BatchNorm3d = BatchNorm
 
 class LayerNorm(Layer):
+  _make = _kiln.nn.LayerNorm
   def __init__(self, normalized_shape: int | tuple[int, ...], eps=1e-5, elementwise_affine=True):
     shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
-    super().__init__(_kiln.nn.LayerNorm(shape, eps, elementwise_affine))
+    super().__init__(self._make(shape, eps, elementwise_affine))
+
+class LayerNorm2d(LayerNorm):
+  """LayerNorm over the channel axis of (N, C, H, W) inputs."""
+  _make = _kiln.nn.LayerNorm2d
 
 class GroupNorm(Layer):
   def __init__(self, num_groups: int, num_channels: int, eps=1e-5, affine=True):
     super().__init__(_kiln.nn.GroupNorm(num_groups, num_channels, eps, affine))
+
+class InstanceNorm(Layer):
+  """Normalizes each sample's channel of (N, C, ...) over its other axes (a GroupNorm of a group per channel)."""
+  def __init__(self, num_features: int, eps=1e-5, affine=True):
+    super().__init__(_kiln.nn.InstanceNorm(num_features, eps, affine))
+  @property
+  def num_features(self) -> int: return self.num_channels
+
+class LSTMCell(Layer):
+  """One LSTM step: x (N, input_size) and the previous (h, c) (zeros when None) give the next (h, c)."""
+  def __init__(self, input_size: int, hidden_size: int, bias: bool = True):
+    super().__init__(_kiln.nn.LSTMCell(input_size, hidden_size, bias))
+  def __call__(self, x: Tensor, hc: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
+    h, c = self._layer(x._t, None if hc is None else (hc[0]._t, hc[1]._t))
+    return Tensor._wrap(h), Tensor._wrap(c)
 
 class RMSNorm(Layer):
   def __init__(self, dim: int, eps=1e-6, elementwise_affine=True):

@@ -46,11 +46,31 @@ class LAMB(Optimizer):
   """Layer-wise trust ratio; with adam=True it is AdamW (decoupled weight decay)."""
   def __init__(self, params: list[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-6, weight_decay=0.0, adam=False):
     super().__init__(_kiln.nn.LAMB, params, lr, b1, b2, eps, weight_decay, adam)
+  # the moments and the powers b1^t, b2^t, as tinygrad names them
+  @property
+  def m(self) -> list[Tensor]: return [Tensor._wrap(t, False) for t in self._opt.m]
+  @property
+  def v(self) -> list[Tensor]: return [Tensor._wrap(t, False) for t in self._opt.v]
+  @property
+  def b1_t(self) -> Tensor: return Tensor._wrap(self._opt.b1_t, False)
+  @property
+  def b2_t(self) -> Tensor: return Tensor._wrap(self._opt.b2_t, False)
 
-class Adam(Optimizer):
+class Adam(LAMB):
+  """LAMB without the trust ratio (tinygrad's Adam is a LAMB too)."""
   def __init__(self, params: list[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-8):
-    super().__init__(_kiln.nn.Adam, params, lr, b1, b2, eps)
+    Optimizer.__init__(self, _kiln.nn.Adam, params, lr, b1, b2, eps)
 
-class AdamW(Optimizer):
+class AdamW(LAMB):
   def __init__(self, params: list[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.01):
-    super().__init__(_kiln.nn.AdamW, params, lr, b1, b2, eps, weight_decay)
+    Optimizer.__init__(self, _kiln.nn.AdamW, params, lr, b1, b2, eps, weight_decay)
+
+class Muon(Optimizer):
+  """SGD momentum whose step is orthogonalized by `ns_steps` Newton–Schulz iterations (each parameter as
+  a matrix of its first axis by the rest), with decoupled weight decay: p <- p (1 - lr wd) - lr step.
+  `ns_params` is older tinygrad's name for ns_coefficients."""
+  def __init__(self, params: list[Tensor], lr=0.001, momentum=0.95, weight_decay=0.1, ns_steps=5,
+               ns_coefficients=(3.4445, -4.775, 2.0315), nesterov=True, fused=False, ns_params=None):
+    if fused: raise ValueError("Muon: fused=True is not supported (tinygrad's Muon refuses FUSE_OPTIM too)")
+    coefficients = list(ns_params if ns_params is not None else ns_coefficients)
+    super().__init__(_kiln.nn.Muon, params, lr, momentum, weight_decay, ns_steps, coefficients, nesterov)

@@ -60,3 +60,10 @@ def safe_load(fn: str | Path) -> dict[str, Tensor]:
 def safe_load_metadata(fn: str | Path) -> dict[str, str]:
   """The file's "__metadata__" strings, without reading tensor data."""
   return _kiln.safe_load_metadata(str(fn))
+
+def gguf_load(fn: str | Path) -> tuple[dict, dict[str, Tensor]]:
+  """Reads a GGUF file as tinygrad's gguf_load does: (kv_data, state_dict), the metadata as Python values
+  and the tensors in row-major shape, plain ones in their stored dtype, quantized ones dequantized to float32."""
+  if not isinstance(fn, (str, Path)): raise TypeError(f"gguf_load: expected a file name, got {type(fn).__name__}")
+  kv_data, tensors = _kiln.gguf_load(str(fn))
+  return kv_data, {k: Tensor._wrap(v) for k, v in tensors.items()}

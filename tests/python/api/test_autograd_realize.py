@@ -30,10 +30,10 @@ def test_backward_after_reading_the_loss_and_a_chain_of_reads():
   expected = torch_grad(lambda t: ((t * 3).exp() * t).sin().sum())
   np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-5, atol=1e-6)
 
-def test_backward_without_anything_requiring_a_gradient_does_nothing():
+def test_backward_without_requires_grad_still_fills_grad():  # tinygrad's rule
   t = Tensor([1.0, 2.0])
   t.sum().backward()
-  assert t.grad is None
+  np.testing.assert_array_equal(t.grad.numpy(), [1.0, 1.0])
 
 def test_grad_after_an_optimizer_step():
   w = Tensor(X.copy(), requires_grad=True)

@@ -117,3 +117,43 @@ def test_dtype_properties_finfo_and_promotion():
   assert least_upper_dtype(dtypes.fp8e4m3, dtypes.int64) == dtypes.fp8e4m3
   assert least_upper_dtype(dtypes.fp8e5m2, dtypes.uint64) == dtypes.fp8e5m2
   assert (Tensor([1, 2], dtype=dtypes.fp8e4m3) + Tensor([3, 4])).dtype == dtypes.fp8e4m3
+
+def safetensors_bytes(entries: dict) -> bytes:
+  """A safetensors file built by hand: {name: (dtype string, shape, raw bytes)}, data in the given order."""
+  import json, struct
+  header, data = {}, b""
+  for name, (dtype, shape, raw) in entries.items():
+    header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [len(data), len(data) + len(raw)]}
+    data += raw
+  text = json.dumps(header).encode()
+  return struct.pack("<Q", len(text)) + text + data
+
+@pytest.mark.parametrize("name,st_dtype", [("fp8e4m3", "F8_E4M3"), ("fp8e5m2", "F8_E5M2")])
+def test_safetensors_fp8_both_ways(tmp_path, name, st_dtype):
+  """safetensors' F8_E4M3 / F8_E5M2: every bit pattern of a hand-built file decodes as the format defines,
+  and kiln writes the same dtype string and bytes back."""
+  import json, struct
+  from kiln.nn.state import safe_load, safe_save
+  codes = np.arange(256, dtype=np.uint8)
+  (tmp_path / "in.safetensors").write_bytes(safetensors_bytes({"x": (st_dtype, (16, 16), codes.tobytes())}))
+  x = safe_load(tmp_path / "in.safetensors")["x"]
+  assert x.dtype == getattr(dtypes, name) and x.shape == (16, 16)
+  want = np.array([ref_decode(b, name) for b in range(256)], dtype=np.float32).reshape(16, 16)
+  np.testing.assert_array_equal(x.float().numpy(), want)  # NaNs in the same places
+  safe_save({"y": x}, tmp_path / "out.safetensors")
+  raw = (tmp_path / "out.safetensors").read_bytes()
+  n = struct.unpack("<Q", raw[:8])[0]
+  assert json.loads(raw[8:8 + n])["y"] == {"dtype": st_dtype, "shape": [16, 16], "data_offsets": [0, 256]}
+  assert raw[8 + n:] == codes.tobytes()
+
+@pytest.mark.skipif(not hasattr(torch, "float8_e4m3fn"), reason="this PyTorch has no float8 dtypes")
+def test_safetensors_fp8_from_torch_bytes(tmp_path):
+  """Tensors PyTorch encoded as float8_e4m3fn / float8_e5m2, written to a safetensors file from their bytes."""
+  from kiln.nn.state import safe_load
+  values = torch.tensor([0.0, 1.0, -3.5, 0.015625, 240.0, -57344.0])
+  a, b = values.clamp(-448, 448).to(torch.float8_e4m3fn), values.to(torch.float8_e5m2)
+  raw = lambda t: t.view(torch.uint8).numpy().tobytes()
+  (tmp_path / "t.safetensors").write_bytes(safetensors_bytes({"a": ("F8_E4M3", (6,), raw(a)), "b": ("F8_E5M2", (6,), raw(b))}))
+  loaded = safe_load(tmp_path / "t.safetensors")
+  np.testing.assert_array_equal(loaded["a"].float().numpy(), a.float().numpy())
+  np.testing.assert_array_equal(loaded["b"].float().numpy(), b.float().numpy())

@@ -319,3 +319,13 @@ def test_pad_value_keeps_integer_dtype():
   expected = F.pad(torch.tensor(x), (1, 2, 0, 1), value=-7).numpy()
   assert got.dtype == expected.dtype
   np.testing.assert_array_equal(got, expected)
+
+@pytest.mark.parametrize("a_dtype, b_dtype", [(np.int8, np.int8), (np.int16, np.int16), (np.uint8, np.int16), (np.int16, np.int32)])
+def test_integer_matmul_keeps_the_promoted_dtype(a_dtype, b_dtype):
+  # NumPy's dtype and values: sums that overflow the dtype wrap as NumPy's (wrapping commutes with the sum)
+  rng = np.random.default_rng(0)
+  a, b = rng.integers(0, 100, (3, 40)).astype(a_dtype), rng.integers(0, 100, (40, 5)).astype(b_dtype)
+  out = Tensor(a) @ Tensor(b)
+  want = a @ b
+  assert out.dtype.name == want.dtype.name
+  np.testing.assert_array_equal(out.numpy(), want)

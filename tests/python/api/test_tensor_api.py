@@ -325,3 +325,51 @@ def test_setitem_matches_numpy(index):
   t[index] = 9  # a Python scalar broadcasts
   want[index] = 9
   assert np.array_equal(t.numpy(), want)
+
+def test_shrink_to_and_pad_to_against_numpy():
+  """tinygrad's shrink_to / pad_to (its test_tensor cases): each axis cut or padded at its end, None keeps one."""
+  a = np.arange(32, dtype=np.int32).reshape(4, 8)
+  t = Tensor(a)
+  np.testing.assert_equal(t.shrink_to(2, 2).numpy(), a[:2, :2])
+  np.testing.assert_equal(t.shrink_to(None, 3).numpy(), a[:, :3])
+  np.testing.assert_equal(t.shrink_to((4, 8)).numpy(), a)
+  np.testing.assert_equal(Tensor.arange(32).shrink_to(16).numpy(), np.arange(32)[:16])
+  np.testing.assert_equal(t.pad_to(6, None).numpy(), np.pad(a, ((0, 2), (0, 0))))
+  np.testing.assert_equal(t.pad_to([5, 11], value=-1).numpy(), np.pad(a, ((0, 1), (0, 3)), constant_values=-1))
+  np.testing.assert_equal(Tensor([1, 2]).pad_to(None, value=5).numpy(), [1, 2])  # nothing to pad: the fill is unused
+  f = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+  np.testing.assert_allclose(Tensor(f).pad_to(3, 4, value=0.5).numpy(), np.pad(f, ((0, 1), (0, 1)), constant_values=0.5))
+  for bad in (lambda: t.shrink_to(2), lambda: t.shrink_to(2, 2, 2), lambda: Tensor([1, 2]).pad_to(2, 3),
+              lambda: Tensor([[1, 2]]).pad_to(3)):
+    with pytest.raises(ValueError, match="expected"): bad()
+  with pytest.raises(KilnError, match=r"shrink_to: size 5 for axis 0 of shape \(4, 8\) must be between 0 and 4"):
+    t.shrink_to(5, None)
+  with pytest.raises(KilnError, match=r"pad_to: size 7 for axis 1 of shape \(4, 8\) must be at least 8"): t.pad_to(4, 7)
+
+def test_from_blob_reads_memory_at_an_address():
+  """tinygrad's Tensor.from_blob: the memory is read in place (a later change shows) and never written."""
+  a = np.arange(12, dtype=np.float32).reshape(3, 4) / 4
+  t = Tensor.from_blob(a.ctypes.data, (3, 4), dtype=dtypes.float32)
+  assert t.shape == (3, 4) and t.dtype == dtypes.float32
+  np.testing.assert_equal(t.numpy(), a)
+  a[0, 0] = 100.0
+  np.testing.assert_equal((t * 2).numpy(), a * 2)
+  t.assign(t + 1).realize()
+  assert a[0, 0] == 100.0 and a[2, 3] == 11 / 4
+  i = np.array([-3, 70000, 5], dtype=np.int64)
+  np.testing.assert_equal(Tensor.from_blob(i.ctypes.data, (3,), dtype=dtypes.int64).numpy(), i)
+  raw = np.zeros(13, dtype=np.uint8)  # a float32 at an odd address: copied in
+  raw[1:13] = np.array([1.5, -2.0, 7.25], dtype=np.float32).view(np.uint8)
+  np.testing.assert_equal(Tensor.from_blob(raw.ctypes.data + 1, (3,)).numpy(), [1.5, -2.0, 7.25])
+  with pytest.raises(KilnError, match="from_blob: null pointer"): Tensor.from_blob(0, (2,))
+
+def test_cat_of_zero_dim_tensors_is_an_index_error_and_cumsum_of_one_works():
+  """tinygrad's test_cat: Tensor(3.14).cat(Tensor(3.14)) raises IndexError; a 0-d cumsum is itself (torch's)."""
+  torch = pytest.importorskip("torch")
+  a = Tensor(3.14)
+  with pytest.raises(IndexError, match=r"zero-dimensional tensor \(at position 0\) cannot be concatenated"): a.cat(a)
+  with pytest.raises(IndexError, match=r"at position 1"): Tensor.cat(Tensor([1.0]), a)
+  for axis in (0, -1):
+    got, want = a.cumsum(axis), torch.cumsum(torch.tensor(3.14), axis)
+    assert got.shape == tuple(want.shape) == ()
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-7)

@@ -1,0 +1,1 @@
+from kiln.jit import TinyJit  # noqa: F401
