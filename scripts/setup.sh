@@ -2,9 +2,11 @@
 # Installs what kiln needs on a fresh Debian machine to build and run it: compilers, CMake, Ninja,
 # GoogleTest (configuring the default build, tests included, needs it), zlib, nlohmann-json, CLI11
 # (the training example's flags), cpp-httplib (the VIZ server), the Fashion-MNIST dataset, pybind11,
-# the Python headers and NumPy (the kiln Python package and its extension, for /usr/bin/python3).
+# the Python headers and NumPy (the kiln Python package and its extension, for /usr/bin/python3),
+# ONNX's protobuf definitions (the ONNX importer), Open MPI (data-parallel training) and the fortunes
+# corpus (the GPT example's text).
 # With --for-tests (scripts/test.sh), also what only the tests use: PyTorch, SentencePiece (the
-# tokenizer tests' reference) + pytest for the reference tests and pip + setuptools + wheel for
+# tokenizer tests' reference), the ONNX backend test data and python3-onnx, + pytest for the reference tests and pip + setuptools + wheel for
 # `pip install .` (Debian's, for /usr/bin/python3),
 # Chromium, Node.js and npm for the VIZ page's browser test (whose packages `npm ci` puts in
 # web/node_modules), and OpenCL (headers, the ICD loader, PoCL as a CPU OpenCL device, clinfo) for
@@ -22,8 +24,9 @@ case "${1:-}" in
 esac
 
 packages=(g++ clang cmake ninja-build pkg-config libgtest-dev libgmock-dev zlib1g-dev nlohmann-json3-dev
-          libcli11-dev libcpp-httplib-dev dataset-fashion-mnist pybind11-dev python3-dev python3-numpy)
-test_packages=(python3-torch python3-sentencepiece python3-pytest python3-pip python3-setuptools python3-wheel chromium
+          libcli11-dev libcpp-httplib-dev dataset-fashion-mnist pybind11-dev python3-dev python3-numpy
+          libonnx-dev libprotobuf-dev protobuf-compiler libopenmpi-dev openmpi-bin fortunes fortunes-min)
+test_packages=(python3-torch python3-sentencepiece libonnx-testdata python3-onnx python3-pytest python3-pip python3-setuptools python3-wheel chromium
                ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo)
 if [ "$for_tests" -eq 1 ]; then packages+=("${test_packages[@]}"); fi
 missing=()
