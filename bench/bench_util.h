@@ -52,6 +52,22 @@ double best_wall_seconds(F run, int reps) {
   return best;
 }
 
+// Median of `reps` wall times of `run()`, after two untimed warm-up calls (compiles, allocations):
+// steadier than the best where another process may share the device.
+template <class F>
+double median_wall_seconds(F run, int reps) {
+  run();
+  run();
+  std::vector<double> times;
+  for (int i = 0; i < reps; i++) {
+    auto t0 = Clock::now();
+    run();
+    times.push_back(seconds_since(t0));
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
 // Runs body(lo, hi) on every core, each thread over its contiguous share of [0, n), as kiln's
 // CPU kernels split their work.
 template <class F>

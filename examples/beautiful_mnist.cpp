@@ -26,12 +26,15 @@
 
 #include "mnist/checkpoint.h"
 #include "mnist/data.h"
+#include "mnist/evaluate.h"
 #include "mnist/flags.h"
 #include "mnist/interrupt.h"
 #include "mnist/model.h"
 #include "mnist/progress.h"
 
 using namespace kiln;
+using mnist::evaluate;
+using mnist::ModeGuard;
 
 namespace {
 
@@ -44,41 +47,6 @@ struct Flags {
   std::string data, checkpoint = "checkpoints/beautiful_mnist.safetensors", eval_file;
   bool resume = false;
 };
-
-// Sets Tensor::training and Tensor::no_grad for a scope, then restores them.
-class ModeGuard {
- public:
-  ModeGuard(bool training, bool no_grad) : training_(Tensor::training), no_grad_(Tensor::no_grad) {
-    Tensor::training = training;
-    Tensor::no_grad = no_grad;
-  }
-  ~ModeGuard() {
-    Tensor::training = training_;
-    Tensor::no_grad = no_grad_;
-  }
-
- private:
-  bool training_, no_grad_;
-};
-
-// Fraction of the first `limit` test images (0: all) classified correctly. The argmax runs on the
-// device; only the predicted classes come back to compare with the labels on the host.
-double evaluate(const mnist::BeautifulMnist& model, const mnist::HostSplit& test, const mnist::Standardization& norm,
-                int64_t batch_size, int64_t limit) {
-  ModeGuard eval_mode(/*training=*/false, /*no_grad=*/true);
-  const int64_t n = limit > 0 ? std::min(limit, test.count()) : test.count();
-  std::vector<int64_t> indices(static_cast<size_t>(n));
-  std::iota(indices.begin(), indices.end(), 0);
-  int64_t correct = 0;
-  for (int64_t start = 0; start < n; start += batch_size) {
-    const int64_t size = std::min(batch_size, n - start);
-    mnist::Batch batch = mnist::make_batch(test, std::span(indices).subspan(start, size), batch_size, norm);
-    std::vector<int32_t> predicted = model(batch.images).argmax(1).to_vector<int32_t>();
-    for (int64_t i = 0; i < size; i++)  // the padding past `size` is ignored
-      correct += predicted[i] == test.labels[static_cast<size_t>(start + i)];
-  }
-  return static_cast<double>(correct) / static_cast<double>(n);
-}
 
 std::string exact(double v) {  // a double that parses back to the same value
   char buf[32];

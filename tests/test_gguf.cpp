@@ -92,7 +92,8 @@ double ref_element(GGMLType type, const uint8_t* b, int i) {
 
 // Random blocks: random bytes, with every fp16 field a random finite fp16 (subnormals included), and
 // sometimes inf or NaN.
-Bytes random_blocks(GGMLType type, int64_t nblocks, std::mt19937& rng) {
+// Random bytes, their fp16 scales finite but for one in 50 (inf or NaN) unless `finite`.
+Bytes random_blocks(GGMLType type, int64_t nblocks, std::mt19937& rng, bool finite = false) {
   const GGMLTypeTraits& t = ggml_traits(type);
   Bytes bytes(static_cast<size_t>(nblocks * t.block_bytes));
   for (uint8_t& b : bytes) b = uint8_t(rng());
@@ -103,7 +104,7 @@ Bytes random_blocks(GGMLType type, int64_t nblocks, std::mt19937& rng) {
   for (int64_t i = 0; i < nblocks; ++i) {
     for (int at : fp16_fields) {
       uint16_t h = uint16_t(rng());
-      if (rng() % 50 != 0) h = uint16_t((h & 0x83ff) | ((rng() % 31) << 10));  // exponent 0..30: finite
+      if (finite || rng() % 50 != 0) h = uint16_t((h & 0x83ff) | ((rng() % 31) << 10));  // exponent 0..30: finite
       std::memcpy(&bytes[static_cast<size_t>(i * t.block_bytes + at)], &h, 2);
     }
   }
@@ -190,6 +191,46 @@ TEST(GGUFQuants, MatmulDequantizesQ8_0InsideItsKernel) {
       for (int64_t i = 0; i < in; ++i) want += double(x[b * in + i]) * wq[o * in + i];
       EXPECT_NEAR(got[b * out + o], want, 1e-4 * (1 + std::abs(want))) << b << "," << o;
     }
+}
+
+// linear_quantized against float64 sums over dequantize()'s values, for every format, with a batch of
+// two leading dimensions.
+TEST(GGUFQuants, LinearQuantizedMatchesFloat64) {
+  std::mt19937 rng(13);
+  std::normal_distribution<float> normal;
+  const int64_t out = 8, in = 512, rows = 2, cols = 3;
+  std::vector<float> x(rows * cols * in);
+  for (float& v : x) v = normal(rng);
+  const Tensor X = Tensor::from_vector(x, {rows, cols, in}).realize();
+  for (GGMLType type : kQuantTypes) {
+    const GGMLTypeTraits& t = ggml_traits(type);
+    SCOPED_TRACE(t.name);
+    const Bytes bytes = random_blocks(type, out * in / t.block_size, rng, true);
+    const std::vector<float> w = dequantize(type, bytes, out * in);
+    const QuantizedTensor W{type, {out, in}, bytes_tensor(bytes).realize()};
+    // One row, as a decode step, is one kernel (more rows may store the decoded weight rather than
+    // decode it per row). The K-quants' packed sub-block scales (Tensor::cat) are stored first.
+    kiln::GlobalCounters::reset();
+    linear_quantized(X.shrink({{0, 1}, {0, 1}, {0, in}}), W).realize();
+    const bool k_quant = type == GGMLType::Q4_K || type == GGMLType::Q5_K;
+    EXPECT_EQ(kiln::GlobalCounters::kernel_count, k_quant ? 3 : 1);
+    const Tensor y = linear_quantized(X, W);
+    ASSERT_EQ(y.shape(), (Shape{rows, cols, out}));
+    const std::vector<float> got = y.to_vector<float>();
+    for (int64_t r = 0; r < rows * cols; ++r)
+      for (int64_t o = 0; o < out; ++o) {
+        double want = 0, scale = 0;  // float32 rounding grows with the terms' sizes, not the sum's
+        for (int64_t i = 0; i < in; ++i) {
+          want += double(x[r * in + i]) * w[o * in + i];
+          scale += std::abs(double(x[r * in + i]) * w[o * in + i]);
+        }
+        EXPECT_NEAR(got[r * out + o], want, 1e-5 * (1 + scale)) << r << "," << o;
+      }
+  }
+  const QuantizedTensor w{GGMLType::Q8_0, {2, 32}, bytes_tensor(Bytes(68))};
+  EXPECT_TRUE(contains(error_of([&] { linear_quantized(Tensor::zeros({1, 48}), w); }), "got x (1, 48) and weight (2, 32)"));
+  const QuantizedTensor odd{GGMLType::Q8_0, {4, 24}, bytes_tensor(Bytes(102))};
+  EXPECT_TRUE(contains(error_of([&] { linear_quantized(Tensor::zeros({1, 24}), odd); }), "a multiple of 16"));
 }
 
 TEST(GGUFQuants, BlockSizesAreGgmls) {

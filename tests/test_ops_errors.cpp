@@ -320,7 +320,7 @@ TEST(Errors, TooManyElementsForInt32Indexing) {
   EXPECT_KILN_ERROR(Tensor::arange(0, 1e12), "1e+12", "at most");
   // a broadcast intermediate larger than that is fine: it is never materialized
   Tensor a = Tensor::ones({2048, 1024}), b = Tensor::ones({1024, 2048});  // 2^32 products
-  // the matmul, and on the CPU perhaps a copy of b in column panels (reduce.cpp)
+  // the matmul, and on the CPU perhaps a copy of b in column panels (schedule/matmul_tiles.cpp)
   EXPECT_LE(a.matmul(b).schedule().size(), 2u);
 }
 

@@ -331,7 +331,7 @@ TEST(Matmul, LargeRightOperandsReadFromColumnPanels) {
 
 TEST(Matmul, SizesWithoutTileDivisorsArePaddedToWholeTiles) {
   // 257 rows (prime) and 250 columns: on the CPU both operands are copied zero-padded to whole
-  // register tiles (264 x 256) and the result is cut back (reduce.cpp; other devices keep the
+  // register tiles (264 x 256) and the result is cut back (schedule/matmul_tiles.cpp; other devices keep the
   // sizes); batched operands on either side, and the gradients of both operands (through pad and
   // cut) against float64 formulas
   NdArray a = kt::wrap(ref::random({257, 129}, 2420), dtypes::float32);

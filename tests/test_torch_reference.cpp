@@ -24,6 +24,7 @@
 #include "kiln/nn/state.h"
 #include "kiln/tensor.h"
 #include "reference.h"
+#include "reference_file.h"
 
 namespace {
 
@@ -35,18 +36,8 @@ using Params = std::vector<double>;
 
 constexpr kt::Tol kTol{1e-9, 1e-11};
 
-// Loaded once and never freed: freeing device buffers during static destruction, after the
-// runtime's own statics are gone, corrupts the heap (glibc aborts at exit).
-kiln::nn::state::StateDict& file() {
-  static auto* tensors = new kiln::nn::state::StateDict(kiln::nn::state::safe_load(std::getenv("KILN_TORCH_REFERENCE")));
-  return *tensors;
-}
-
-const Tensor& get(const std::string& key) {
-  auto it = file().find(key);
-  if (it == file().end()) throw std::runtime_error("the reference file has no tensor " + key);
-  return it->second;
-}
+kiln::nn::state::StateDict& file() { return kiln_test::reference_file("KILN_TORCH_REFERENCE"); }
+const Tensor& get(const std::string& key) { return kiln_test::reference_tensor("KILN_TORCH_REFERENCE", key); }
 
 NdArray host(const Tensor& t) { return NdArray(t.shape(), kt::read(t)); }
 

@@ -6,6 +6,7 @@
 #include "kiln/dtype.h"
 #include "kiln/error.h"
 #include "kiln/jit.h"
+#include "kiln/nn/clip_grad.h"
 #include "kiln/nn/datasets.h"
 #include "kiln/nn/gguf.h"
 #include "kiln/nn/layers.h"

@@ -35,6 +35,11 @@ class Model {
   // (float32, float16, bfloat16); the kernels that read them compute in float32.
   static Model from_safetensors(const std::string& folder);
 
+  // A GGUF file (llama.cpp's format; architectures llama, mistral, qwen2, qwen3): the config from its
+  // `<arch>.*` metadata, weights memory-mapped in their stored type (F32, F16, BF16 and the quantized
+  // types), dequantized inside the kernels that read them.
+  static Model from_gguf(const std::string& path);
+
   // tokens (B, T) int32 at positions start_pos .. start_pos+T-1 -> logits (B, T, vocab) float32.
   // Writes those positions' keys and values into the KV cache, and attends to the cache's first
   // start_pos+T positions: a caller continues a sequence by passing the next start_pos.

@@ -23,5 +23,7 @@ void bind_runtime(py::module_& m);                   // counters, devices, setti
 void bind_jit(py::module_& m);                       // TinyJit's capture and replay
 void bind_llm_tokenizer(py::module_& m);             // language models' tokenizers
 void bind_llm(py::module_& m);                       // language models: the model, its KV cache, generation
+void bind_distributed(py::module_& m);               // collectives over MPI (built with KILN_DISTRIBUTED)
+void bind_onnx(py::module_& m);                       // ONNX models (built with KILN_ONNX)
 
 }  // namespace kiln::python

@@ -12,6 +12,7 @@ void bind_llm(py::module_& m) {
   using llm::Model;
   py::class_<Model>(m, "LlmModel")
       .def_static("from_safetensors", &Model::from_safetensors, py::arg("folder"))
+      .def_static("from_gguf", &Model::from_gguf, py::arg("path"))
       .def("forward", &Model::forward, py::arg("tokens"), py::arg("start_pos"))
       .def(
           "generate",

@@ -52,6 +52,12 @@ PYBIND11_MODULE(_kiln, m) {
   bind_jit(m);
   bind_llm_tokenizer(m);
   bind_llm(m);
+#ifdef KILN_DISTRIBUTED
+  bind_distributed(m);
+#endif
+#ifdef KILN_ONNX
+  bind_onnx(m);
+#endif
 }
 
 }  // namespace kiln::python

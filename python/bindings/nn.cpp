@@ -2,6 +2,7 @@
 // replaces the handle, as in tinygrad) and their state dict by dotted name (C++ `collect`).
 #include <pybind11/stl.h>
 
+#include <kiln/nn/clip_grad.h>
 #include <kiln/nn/layers.h>
 #include <kiln/nn/optim.h>
 
@@ -87,6 +88,7 @@ void bind_layers(py::module_& m) {
       .def_readonly("dim", &Embedding::dim);
 
   m.def("load_state_dict_into", &load_state_dict_into);
+  m.def("clip_grad_norm_", &clip_grad_norm_);
 }
 
 void bind_optimizers(py::module_& m) {
@@ -110,11 +112,14 @@ void bind_optimizers(py::module_& m) {
   // Schedules keep a reference to their optimizer (keep_alive), which they set the rate of.
   py::class_<LRScheduler>(m, "LRScheduler")
       .def("step", &LRScheduler::step)
+      .def("set_step", &LRScheduler::set_step)
       .def_readonly("epoch_counter", &LRScheduler::epoch_counter);
   py::class_<OneCycleLR, LRScheduler>(m, "OneCycleLR")
       .def(py::init<Optimizer&, double, int64_t, double, double, double>(), py::keep_alive<1, 2>());
   py::class_<CosineAnnealingLR, LRScheduler>(m, "CosineAnnealingLR")
       .def(py::init<Optimizer&, int64_t, double>(), py::keep_alive<1, 2>());
+  py::class_<WarmupCosineLR, LRScheduler>(m, "WarmupCosineLR")
+      .def(py::init<Optimizer&, int64_t, int64_t, double>(), py::keep_alive<1, 2>());
 }
 
 }  // namespace

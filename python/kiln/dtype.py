@@ -55,9 +55,9 @@ class dtypes:
   @staticmethod
   def fields() -> dict[str, DType]: return {d.name: d for d in _kiln.all_dtypes()}
   @staticmethod
-  def min(x: DType): return builtins.int(x.min) if x.is_int or x.is_bool else x.min
+  def min(x: DType): return x.min
   @staticmethod
-  def max(x: DType): return builtins.int(x.max) if x.is_int or x.is_bool else x.max
+  def max(x: DType): return x.max
 
 def to_dtype(x: DType | str) -> DType:
   """A DType from a DType or a name (kiln's "float32" or tinygrad's aliases like "float", "half"). Anything

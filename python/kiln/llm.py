@@ -6,7 +6,8 @@ add_space_prefix, pre)`); `.encode(text, add_bos=True)` takes str or bytes, `.de
 `.vocab_size`.
 
 Model: a LLaMA-family decoder (LLaMA, Mistral, Qwen2, Qwen3) with its KV cache. `Model.from_safetensors(folder)`
-reads a Hugging Face folder (config.json and *.safetensors); `model(tokens, start_pos)` gives the (B, T, vocab)
+reads a Hugging Face folder (config.json and *.safetensors), `Model.from_gguf(path)` a llama.cpp GGUF file (weights
+kept in their stored type, F32/F16/BF16 or quantized); `model(tokens, start_pos)` gives the (B, T, vocab)
 logits of tokens (B, T) at positions start_pos.. and fills the cache; `model.generate(ids, max_tokens=16,
 temperature=0.0, top_k=0, top_p=1.0, seed=0)` returns the new token ids; `model.reset()` empties the cache."""
 from __future__ import annotations
@@ -23,6 +24,9 @@ class Model:
 
   @staticmethod
   def from_safetensors(folder) -> Model: return Model(_kiln.LlmModel.from_safetensors(str(folder)))
+
+  @staticmethod
+  def from_gguf(path) -> Model: return Model(_kiln.LlmModel.from_gguf(str(path)))
 
   def __call__(self, tokens, start_pos: int = 0) -> Tensor:
     t = tokens if isinstance(tokens, Tensor) else Tensor(tokens, dtype=dtypes.int32)

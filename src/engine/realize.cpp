@@ -137,8 +137,11 @@ schedule::Schedule schedule(const std::vector<UOpRef>& roots) {
   auto start = std::chrono::steady_clock::now();
   schedule::Schedule s = [&] {
     profile::Scope timed("schedule", "schedule");
-    return schedule::create_schedule(roots, default_device(), [](const std::string& device) {
-      return runtime::get_device(device).max_local_size() == 0;
+    return schedule::create_schedule(roots, default_device(), [](const std::string& name) {
+      const runtime::Device& device = runtime::get_device(name);
+      return schedule::Target{.loops_in_order = device.max_local_size() == 0,
+                              .vector_bytes = device.vector_bytes(),
+                              .vector_registers = device.vector_registers()};
     });
   }();
   engine_stats().schedules++;

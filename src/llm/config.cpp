@@ -124,6 +124,7 @@ std::vector<float> rope_inv_freq(const Config& c) {
         f = (1 - smooth) * f / s.factor + smooth * f;
       }
     }
+    if (!s.freq_factors.empty()) f /= s.freq_factors[static_cast<size_t>(i / 2)];
     out.push_back(static_cast<float>(f));
   }
   return out;

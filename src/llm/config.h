@@ -4,6 +4,10 @@
 #include <string>
 #include <vector>
 
+namespace kiln::nn::state {
+class GGUFFile;
+}
+
 namespace kiln::llm {
 
 // How rotary embeddings pair a head's features: Hugging Face checkpoints rotate (x[i], x[i + d/2])
@@ -15,6 +19,7 @@ struct RopeScaling {
   double factor = 1;
   double low_freq_factor = 1, high_freq_factor = 4;  // llama3
   int64_t original_max_position = 8192;              // llama3
+  std::vector<float> freq_factors;  // GGUF's rope_freqs.weight (llama3 there): inverse frequency i is divided by entry i
 };
 
 struct Config {
@@ -37,6 +42,10 @@ inline constexpr int64_t kDefaultMaxContext = 4096;
 
 // Parses a Hugging Face config.json's text; `where` names it in errors.
 Config config_from_hf_json(const std::string& text, const std::string& where);
+
+// Reads a GGUF file's `<arch>.*` and tokenizer.ggml.* metadata (and its rope_freqs.weight, if any) as
+// llama.cpp writes them; `where` names the file in errors.
+Config config_from_gguf(const nn::state::GGUFFile& file, const std::string& where);
 
 // The rotary inverse frequencies (head_dim/2 of them) after the config's scaling.
 std::vector<float> rope_inv_freq(const Config& c);

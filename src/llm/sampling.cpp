@@ -23,14 +23,18 @@ void penalize(std::vector<float>& logits, const std::vector<int32_t>& history, f
 
 void check(const Sampling& s, size_t vocab) {
   if (vocab == 0) throw_error("sampling: expected a non-empty logits vector");
+  check_sampling(s);
+}
+
+}  // namespace
+
+void check_sampling(const Sampling& s) {
   if (s.temperature < 0) throw_error("sampling: temperature must be >= 0, got ", s.temperature);
   if (s.top_k < 0) throw_error("sampling: top_k must be >= 0 (0: off), got ", s.top_k);
   if (!(s.top_p > 0 && s.top_p <= 1)) throw_error("sampling: top_p must be in (0, 1], got ", s.top_p);
   if (!(s.min_p >= 0 && s.min_p <= 1)) throw_error("sampling: min_p must be in [0, 1], got ", s.min_p);
   if (!(s.repeat_penalty > 0)) throw_error("sampling: repeat_penalty must be > 0, got ", s.repeat_penalty);
 }
-
-}  // namespace
 
 std::vector<double> sampling_distribution(std::vector<float> logits, const std::vector<int32_t>& history,
                                           const Sampling& s) {

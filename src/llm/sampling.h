@@ -8,6 +8,9 @@
 
 namespace kiln::llm {
 
+// Throws kiln::Error naming the first setting out of its range (temperature < 0, top_p outside (0, 1], ...).
+void check_sampling(const Sampling& s);
+
 // The distribution Sampling `s` draws from, over the whole vocabulary (zeros for filtered tokens),
 // in double precision. `history`: the tokens the repetition penalty applies to. Not for greedy.
 std::vector<double> sampling_distribution(std::vector<float> logits, const std::vector<int32_t>& history,

@@ -9,16 +9,25 @@ namespace {
 
 Tensor as_f32(const Tensor& t) { return t.dtype() == dtypes::float32 ? t : t.cast(dtypes::float32); }
 
-// x @ w.T (+ b) written as the product-and-sum over w's rows, so w is read where it is stored, in
-// its dtype (matmul may first copy a large right operand into panels, which would be a float32
-// copy of the weight at every call).
-Tensor project(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b = {}) {
-  Tensor y = (x.unsqueeze(-2) * as_f32(w)).sum({-1});
+// x @ w.T (+ b). A plain w: the product-and-sum over w's rows, so w is read where it is stored, in
+// its dtype (matmul may first copy a large right operand into panels, which would be a float32 copy
+// of the weight at every call). A quantized w: its blocks decoded along the kernel's vector loop.
+Tensor project(const Tensor& x, const Matrix& w, const std::optional<Tensor>& b = {}) {
+  Tensor y = w.blocks ? nn::state::linear_quantized(x, *w.blocks) : (x.unsqueeze(-2) * as_f32(w.w)).sum({-1});
   return b ? y + as_f32(*b) : y;
 }
 
 Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
   return x * (x.square().mean({-1}, true) + eps).rsqrt() * as_f32(weight);
+}
+
+// The embedding's rows for ids (N) int32, as float32 (N, dim).
+Tensor embed_rows(const Weights& w, const Tensor& ids) {
+  if (!w.embed.blocks) return as_f32(w.embed.w.index_select(0, ids));
+  const nn::state::QuantizedTensor& q = *w.embed.blocks;
+  const int64_t row_bytes = q.blocks.numel() / q.shape[0];
+  const Tensor rows = q.blocks.reshape({q.shape[0], row_bytes}).index_select(0, ids).flatten();
+  return nn::state::dequantize_lazy({q.type, {ids.numel(), q.shape[1]}, rows});
 }
 
 // (B, T, heads * head_dim) -> (B, heads, T, head_dim)
@@ -60,7 +69,7 @@ Tensor feed_forward(const LayerWeights& l, const Tensor& x) {
 Tensor transformer_forward(const Config& c, const Weights& w, const Tensor& inv_freq, KVCache& cache,
                            const Tensor& tokens, const Tensor& pos) {
   const int64_t B = tokens.shape()[0], T = tokens.shape()[1];
-  Tensor h = as_f32(w.embed.index_select(0, tokens.reshape({B * T}))).reshape({B, T, c.dim});
+  Tensor h = embed_rows(w, tokens.reshape({B * T})).reshape({B, T, c.dim});
   auto [cos, sin] = rope_angles(pos, inv_freq);
   Tensor mask = attention_mask(c, pos);
   for (size_t i = 0; i < w.layers.size(); i++) {

@@ -112,4 +112,20 @@ Tensor dequantize_lazy(const QuantizedTensor& q) {
   throw_error("dequantize_lazy: no decoder for ", traits.name);
 }
 
+Tensor linear_quantized(const Tensor& x, const QuantizedTensor& w) {
+  // Runs of 16 values: the longest that every format stores as consecutive bytes under one scale
+  // (Q4_0's 32 values are two runs of 16 nibbles; Q6_K scales each 16). Reduced as (K / 16, 16), the
+  // kernel's vector loop runs along a run, reading bytes in order and each scale once per run; over
+  // K as one axis it steps across rows, converting every byte and scale alone.
+  constexpr int64_t kRun = 16;
+  if (w.shape.size() != 2 || w.shape[1] % kRun != 0 || x.ndim() == 0 || x.shape().back() != w.shape[1])
+    throw_error("linear_quantized: expected x (..., K) and a weight (N, K) with K a multiple of ", kRun, ", got x ",
+                shape_to_string(x.shape()), " and weight ", shape_to_string(w.shape));
+  const int64_t n_runs = w.shape[1] / kRun;
+  Shape runs = x.shape();
+  runs.back() = n_runs;
+  runs.push_back(kRun);
+  return (x.reshape(runs).unsqueeze(-3) * dequantize_lazy(w).reshape({w.shape[0], n_runs, kRun})).sum({-2, -1});
+}
+
 }  // namespace kiln::nn::state

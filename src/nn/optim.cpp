@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <numbers>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "kiln/error.h"
@@ -19,6 +20,27 @@ Tensor momentum_step(Tensor& buf, const Tensor& g, double momentum, bool nestero
   buf.assign(momentum * buf + g);
   state.push_back(buf);
   return nesterov ? g + momentum * buf : buf;
+}
+
+std::vector<Tensor> flatten(const std::vector<ParamGroup>& groups) {
+  std::vector<Tensor> out;
+  for (const ParamGroup& g : groups) out.insert(out.end(), g.params.begin(), g.params.end());
+  return out;
+}
+
+// Each parameter's group decay, in the order of `params` (the optimizer's, duplicates dropped).
+std::vector<double> decays_by_param(const std::vector<ParamGroup>& groups, const std::vector<Tensor>& params) {
+  std::unordered_map<const UOp*, double> decay;
+  for (const ParamGroup& g : groups)
+    for (const Tensor& p : g.params) {
+      auto [it, fresh] = decay.emplace(p.uop().get(), g.weight_decay);
+      if (!fresh && it->second != g.weight_decay)
+        throw_error("optimizer: a parameter of shape ", shape_to_string(p.shape()),
+                    " is in two groups with different weight decays (", it->second, " and ", g.weight_decay, ")");
+    }
+  std::vector<double> out;
+  for (const Tensor& p : params) out.push_back(decay.at(p.uop().get()));
+  return out;
 }
 
 }  // namespace
@@ -115,8 +137,14 @@ std::vector<Tensor> Muon::updates(const std::vector<Tensor>& grads, std::vector<
 // ---- LAMB / Adam / AdamW
 
 LAMB::LAMB(std::vector<Tensor> ps, double lr, double b1, double b2, double eps, double weight_decay, bool adam)
-    : Optimizer(std::move(ps), lr), b1(b1), b2(b2), eps(eps), weight_decay(weight_decay), adam(adam),
-      b1_t(scalar_buffer(1)), b2_t(scalar_buffer(1)), m(zeros_like_params()), v(zeros_like_params()) {}
+    : Optimizer(std::move(ps), lr), b1(b1), b2(b2), eps(eps), weight_decay(weight_decay),
+      weight_decays(params.size(), weight_decay), adam(adam), b1_t(scalar_buffer(1)), b2_t(scalar_buffer(1)),
+      m(zeros_like_params()), v(zeros_like_params()) {}
+
+LAMB::LAMB(const std::vector<ParamGroup>& groups, double lr, double b1, double b2, double eps, bool adam)
+    : Optimizer(flatten(groups), lr), b1(b1), b2(b2), eps(eps), weight_decay(0),
+      weight_decays(decays_by_param(groups, params)), adam(adam), b1_t(scalar_buffer(1)), b2_t(scalar_buffer(1)),
+      m(zeros_like_params()), v(zeros_like_params()) {}
 
 std::vector<Tensor> LAMB::updates(const std::vector<Tensor>& grads, std::vector<Tensor>& state) {
   b1_t.assign(b1_t * b1);
@@ -130,7 +158,7 @@ std::vector<Tensor> LAMB::updates(const std::vector<Tensor>& grads, std::vector<
     state.insert(state.end(), {m[i], v[i]});
     Tensor m_hat = m[i] / (1.0 - b1_t.reshape({})), v_hat = v[i] / (1.0 - b2_t.reshape({}));
     Tensor up = m_hat / (v_hat.sqrt() + eps);
-    if (weight_decay != 0) up = up + weight_decay * params[i].detach();
+    if (weight_decays[i] != 0) up = up + weight_decays[i] * params[i].detach();
     if (!adam) {  // trust ratio ||p|| / ||update||, 1 where either is zero
       Tensor r1 = params[i].detach().square().sum().sqrt(), r2 = up.square().sum().sqrt();
       up = up * r1.gt(0.0f).where(r2.gt(0.0f).where(r1 / r2, 1.0f), 1.0f);
@@ -143,6 +171,12 @@ std::vector<Tensor> LAMB::updates(const std::vector<Tensor>& grads, std::vector<
 // ---- schedules
 
 void LRScheduler::step() { opt_.set_lr(rate_at(++epoch_counter)); }
+
+void LRScheduler::set_step(int64_t step) {
+  if (step < 0) throw_error("LRScheduler::set_step: expected a step >= 0, got ", step);
+  epoch_counter = step;
+  opt_.set_lr(rate_at(step));
+}
 
 StepLR::StepLR(Optimizer& opt, int64_t step_size, double gamma)
     : LRScheduler(opt), step_size(step_size), base_lr(opt.lr()), gamma(gamma) {
@@ -172,6 +206,20 @@ double OneCycleLR::rate_at(int64_t step) const {
   if (t < warm) return initial_lr + (max_lr - initial_lr) * t / warm;
   double frac = std::min(1.0, (t - warm) / std::max(1.0, static_cast<double>(total_steps) - warm));
   return max_lr + (final_lr - max_lr) * frac;
+}
+
+WarmupCosineLR::WarmupCosineLR(Optimizer& opt, int64_t warmup_steps, int64_t total_steps, double min_lr)
+    : LRScheduler(opt), warmup_steps(warmup_steps), total_steps(total_steps), base_lr(opt.lr()), min_lr(min_lr) {
+  if (warmup_steps < 0) throw_error("WarmupCosineLR: warmup_steps must be >= 0, got ", warmup_steps);
+  if (total_steps < warmup_steps)
+    throw_error("WarmupCosineLR: total_steps (", total_steps, ") must be >= warmup_steps (", warmup_steps, ")");
+  opt.set_lr(rate_at(0));
+}
+double WarmupCosineLR::rate_at(int64_t step) const {
+  if (step < warmup_steps) return base_lr * static_cast<double>(step + 1) / static_cast<double>(warmup_steps);
+  if (step >= total_steps) return min_lr;
+  double progress = static_cast<double>(step - warmup_steps) / static_cast<double>(total_steps - warmup_steps);
+  return min_lr + (base_lr - min_lr) * (1 + std::cos(std::numbers::pi * progress)) / 2;
 }
 
 }  // namespace kiln::nn::optim

@@ -229,23 +229,26 @@ void check_one_device(const UOpRef& kernel, const std::vector<UOpRef>& bufs) {
 UOpRef copy_ast() { return UOp::make(Ops::COPY, dtypes::void_); }
 
 Schedule build_schedule(const std::vector<UOpRef>& roots, const std::string& device_of_constants,
-                        const LoopsInOrder& loops_in_order) {
+                        const TargetOf& target_of) {
   Schedule out;
   if (env::get_int("SPEC", 0) > 0) spec::verify_tensor_graph(UOp::sink(roots));
-  // The graph as it will run: without DETACH, large reductions split in two (split_reduce.cpp).
-  UOpRef split = split_reduces(graph_rewrite(UOp::sink(roots), drop_detach(), {.name = "drop detach"}));
+  // The graph as it will run: without DETACH, matmuls in their device's tiles (matmul_tiles.cpp),
+  // large reductions split in two (split_reduce.cpp).
+  // `run_of` is each caller's node's version in it: tensors hold the caller's nodes, DETACHes and all.
+  const UOpRef sink = UOp::sink(roots);
+  std::unordered_map<const UOp*, UOpRef> run_of = graph_rewrite_map(sink, drop_detach(), {.name = "drop detach"});
+  UOpRef tiled = tile_matmuls(run_of.at(sink.get()), target_of, device_of_constants, run_of);
+  UOpRef split = split_reduces(tiled, run_of);
   std::vector<UOpRef> run_roots(split->src.begin(), split->src.end());
+  std::unordered_map<const UOp*, UOpRef> run_becomes;  // what each realized node of the run graph becomes
   for (const UOpRef& r : run_roots)
-    if (is_buffer_view(r.get())) {
-      out.becomes[r.get()] = strip_contiguous(r);
-      out.keep_alive.push_back(r);
-    }
+    if (is_buffer_view(r.get())) run_becomes[r.get()] = strip_contiguous(r);
   const std::unordered_map<const UOp*, std::string> device = assign_devices(split, device_of_constants);
   // Only kernels that run their loops in order keep a row's reductions (else, as in OpenCL's fused
   // softmax, every work-item recomputes its row's reductions).
   std::unordered_map<std::string, bool> in_order;
   for (const auto& [node, name] : device) in_order.try_emplace(name, false);
-  for (auto& [name, answer] : in_order) answer = loops_in_order(name);
+  for (auto& [name, answer] : in_order) answer = target_of(name).loops_in_order;
   const bool rows_in_kernel = std::all_of(in_order.begin(), in_order.end(), [](const auto& d) { return d.second; });
   Plan plan = plan_kernels(run_roots, rows_in_kernel);
   std::unordered_map<const UOp*, UOpRef> buffers;
@@ -254,8 +257,7 @@ Schedule build_schedule(const std::vector<UOpRef>& roots, const std::string& dev
   for (const UOp* u : plan.realized) {
     const UOpRef& buf = buffers.at(u);
     const Shape& shape = u->shape_or_throw();
-    out.becomes[u] = shape == Shape{prod(shape)} ? buf : UOp::make(Ops::RESHAPE, u->dtype, {buf}, shape);
-    out.keep_alive.push_back(u->ref());
+    run_becomes[u] = shape == Shape{prod(shape)} ? buf : UOp::make(Ops::RESHAPE, u->dtype, {buf}, shape);
   }
   std::vector<UOpRef> calls;
   for (const std::vector<const UOp*>& group : kernel_groups(plan)) {
@@ -278,14 +280,12 @@ Schedule build_schedule(const std::vector<UOpRef>& roots, const std::string& dev
   }
   out.linear = UOp::make(Ops::LINEAR, dtypes::void_, std::move(calls));
   trace::record_pass("kernels", split, out.linear);
-  // the caller's roots become what their rewritten versions became
-  for (size_t i = 0; i < roots.size(); i++)
-    if (run_roots[i] != roots[i])
-      if (auto it = out.becomes.find(run_roots[i].get()); it != out.becomes.end()) {
-        UOpRef view = it->second;
-        out.becomes[roots[i].get()] = view;
-        out.keep_alive.push_back(roots[i]);
-      }
+  // the caller's nodes become what their run versions became (several may share one)
+  for (const auto& [node, run] : run_of)
+    if (auto it = run_becomes.find(run.get()); it != run_becomes.end()) {
+      out.becomes[node] = it->second;
+      out.keep_alive.push_back(node->ref());
+    }
   return out;
 }
 

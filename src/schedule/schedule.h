@@ -28,21 +28,35 @@ bool is_buffer_view(const UOp* u);
 UOpRef strip_contiguous(const UOpRef& u);
 
 // Rewrites each reduction of many elements into few outputs as two: partial sums, then their sum.
-UOpRef split_reduces(const UOpRef& sink);
+// `versions` maps nodes to nodes under `sink`: those become their rewritten versions too.
+UOpRef split_reduces(const UOpRef& sink, std::unordered_map<const UOp*, UOpRef>& versions);
 
-// Whether a device runs each kernel's output loops in order within one thread (it has no
-// work-groups, as the CPU): a row's reduction broadcast back along its row is then computed once
-// per row inside its consumer's kernel (a softmax is one kernel). On other devices each work-item
-// would recompute it, so it is stored. The engine answers from the runtime's devices; the answer
-// for a device name never changes.
-using LoopsInOrder = std::function<bool(const std::string& device)>;
+// What the scheduler knows of a device: every choice it makes by machine reads this, so the tensor
+// graph above it is the same on every device.
+struct Target {
+  // Whether the device runs each kernel's output loops in order within one thread (it has no
+  // work-groups, as the CPU): a row's reduction broadcast back along its row is then computed once
+  // per row inside its consumer's kernel (a softmax is one kernel). On other devices each work-item
+  // would recompute it, so it is stored.
+  bool loops_in_order = true;
+  int vector_bytes = 0;       // widest SIMD register; 0: none (GPUs), kernels are scalar per work-item
+  int vector_registers = 16;  // how many registers of vector_bytes (codegen sizes register tiles to them)
+};
+// The engine answers from the runtime's devices; the answer for a device name never changes.
+using TargetOf = std::function<Target(const std::string& device)>;
+
+// Rewrites each matmul-shaped sum (matmul_tiles.cpp) for the register tiles of the device it runs on:
+// operands copied zero-padded to whole tiles, a large right operand copied into column panels.
+// `versions` maps nodes to nodes under `sink`: those become their rewritten versions too.
+UOpRef tile_matmuls(const UOpRef& sink, const TargetOf& target_of, const std::string& device_of_constants,
+                    std::unordered_map<const UOp*, UOpRef>& versions);
 
 // Schedules everything needed to realize `roots` (tensor-graph nodes), reusing the schedule of an
 // earlier graph of the same structure over other input buffers (schedule_cache.cpp; SCHEDULE_CACHE=0
 // turns the cache off). Results that read no buffer (constants, arange) go to `device`.
-Schedule create_schedule(const std::vector<UOpRef>& roots, const std::string& device, const LoopsInOrder& loops_in_order);
+Schedule create_schedule(const std::vector<UOpRef>& roots, const std::string& device, const TargetOf& target_of);
 // The scheduler itself, without the cache (kernelize.cpp).
-Schedule build_schedule(const std::vector<UOpRef>& roots, const std::string& device, const LoopsInOrder& loops_in_order);
+Schedule build_schedule(const std::vector<UOpRef>& roots, const std::string& device, const TargetOf& target_of);
 // How many create_schedule calls the cache answered.
 int64_t schedule_cache_hits();
 

@@ -24,7 +24,7 @@ bool is_placeholder(const UOp* u) { return u->op == Ops::BUFFER && u->arg_as<Buf
 
 class ScheduleCache {
  public:
-  Schedule get(const std::vector<UOpRef>& roots, const std::string& device, const LoopsInOrder& loops_in_order) {
+  Schedule get(const std::vector<UOpRef>& roots, const std::string& device, const TargetOf& target_of) {
     // inputs -> placeholders, numbered in graph order
     std::unordered_map<const UOp*, UOpRef> to_placeholder, to_input;
     UOpRef sink = UOp::sink(roots);
@@ -46,7 +46,7 @@ class ScheduleCache {
         lru_.pop_back();
       }
       std::vector<UOpRef> normalized(graph->src.begin(), graph->src.end());
-      it = entries_.emplace(key, Entry{graph, build_schedule(normalized, device, loops_in_order)}).first;
+      it = entries_.emplace(key, Entry{graph, build_schedule(normalized, device, target_of)}).first;
       lru_.push_front(key);
     } else {
       hits++;
@@ -121,9 +121,9 @@ ScheduleCache& cache() {
 
 }  // namespace
 
-Schedule create_schedule(const std::vector<UOpRef>& roots, const std::string& device, const LoopsInOrder& loops_in_order) {
-  if (env::get_int("SCHEDULE_CACHE", 1) == 0) return build_schedule(roots, device, loops_in_order);
-  return cache().get(roots, device, loops_in_order);
+Schedule create_schedule(const std::vector<UOpRef>& roots, const std::string& device, const TargetOf& target_of) {
+  if (env::get_int("SCHEDULE_CACHE", 1) == 0) return build_schedule(roots, device, target_of);
+  return cache().get(roots, device, target_of);
 }
 
 int64_t schedule_cache_hits() { return cache().hits; }

@@ -71,10 +71,12 @@ const PatternMatcher& split_rules() {
 
 }  // namespace
 
-UOpRef split_reduces(const UOpRef& sink) {
+UOpRef split_reduces(const UOpRef& sink, std::unordered_map<const UOp*, UOpRef>& versions) {
   if (env::get_int("SPLIT_REDUCEOP", 1) == 0) return sink;
   SplitCtx ctx;
-  return graph_rewrite(sink, split_rules(), {&ctx, false, "split reduces"});
+  const std::unordered_map<const UOp*, UOpRef> split = graph_rewrite_map(sink, split_rules(), {&ctx, false, "split reduces"});
+  for (auto& [node, version] : versions) version = split.at(version.get());
+  return split.at(sink.get());
 }
 
 }  // namespace kiln::schedule

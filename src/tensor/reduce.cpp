@@ -3,7 +3,6 @@
 #include <cmath>
 #include <numeric>
 
-#include "kiln/device.h"
 #include "kiln/error.h"
 #include "tensor/tensor_impl.h"
 
@@ -112,11 +111,17 @@ Tensor Tensor::argmin(int axis, bool keepdim) const {
   return reverse_order(*this).argmax(a, keepdim);
 }
 
+namespace {
+// x less its max along `axis`, as softmax and log_softmax take it (tinygrad's): the shift is for range
+// and changes no result, so it is detached and no gradient (nor its rounding) flows through the max.
+Tensor shifted_by_max(const Tensor& x, int axis) { return x - x.max({axis}, true).detach(); }
+}  // namespace
+
 Tensor Tensor::softmax(int axis) const {
   if (implicit_axis(*this, axis)) return reshape({1}).softmax(0).reshape({});
   int a = normalize_axis(axis, "softmax");
   Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
-  Tensor e = (x - x.max({a}, true)).exp();
+  Tensor e = shifted_by_max(x, a).exp();
   return e * e.sum({a}, true).reciprocal();  // one division per row (as PyTorch), not per element
 }
 
@@ -130,7 +135,7 @@ Tensor Tensor::log_softmax(int axis) const {
   if (implicit_axis(*this, axis)) return reshape({1}).log_softmax(0).reshape({});
   int a = normalize_axis(axis, "log_softmax");
   Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
-  Tensor shifted = x - x.max({a}, true);
+  Tensor shifted = shifted_by_max(x, a);
   return shifted - shifted.exp().sum({a}, true).log();
 }
 
@@ -145,39 +150,6 @@ Tensor Tensor::logsumexp(int axis, bool keepdim) const {
   Tensor lse = (x - m).exp().sum({a}, true).log() + m;
   return keepdim ? lse : lse.squeeze(a);
 }
-
-namespace {
-// The CPU's register tile reads two vectors of the right operand's columns per step along k
-// (codegen/heuristics/): 32 columns with AVX-512, 16 with AVX2. In a row-major (k, m) matrix those steps
-// are a row apart, so every step loads new lines that the L1 cache maps to the same few sets. A
-// copy of the matrix in panels of the tile's columns, each panel contiguous (one pass over it),
-// lets a tile walk down its panel instead. With AVX-512 (8x32 tiles) the copy pays from matmul 2048
-// on, not at 1024 and below; AVX2's 4x16 tile loads twice the panel bytes per multiply, so there it
-// pays from 512.
-int64_t panel_columns(const Tensor& b) {
-  return 2 * runtime::get_device(b.device()).vector_bytes() / std::max(1, b.dtype().itemsize());
-}
-int64_t panel_min_elements(const Tensor& b) {
-  return runtime::get_device(b.device()).vector_registers() >= 32 ? 2048 * 2048 : 512 * 512;
-}
-
-// The CPU's register tile covers rows in blocks of up to 8 and columns in 16-lane vectors
-// (codegen/heuristics/), in sizes that divide the matrix. Sizes without such divisors (257 is prime,
-// 500 has only 4) leave scalar or narrow-vector tiles, a fraction of the vector units' speed.
-// Above this much work, such an operand is copied zero-padded to whole tiles (the result is cut
-// back): the copies cost O(n^2) of the O(n^3), the padding a few percent more multiplies.
-constexpr int64_t kTileRows = 8, kTileColumns = 16, kPadMinWork = 128 * 128 * 128;
-
-int64_t round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
-
-// `t` zero-padded along `axis` (counted from the end) to `size`, as a stored copy.
-Tensor padded_copy(const Tensor& t, int axis_from_end, int64_t size) {
-  Pairs pads(static_cast<size_t>(t.ndim()), {0, 0});
-  const size_t axis = static_cast<size_t>(t.ndim() - axis_from_end);
-  pads[axis].second = size - t.shape()[axis];
-  return t.pad(pads).contiguous();
-}
-}  // namespace
 
 Tensor Tensor::matmul(const Tensor& o) const {
   if (ndim() == 0 || o.ndim() == 0)
@@ -197,34 +169,12 @@ Tensor Tensor::matmul(const Tensor& o) const {
       throw_error("matmul: batch dimensions of ", shape_to_string(shape()), " and ", shape_to_string(o.shape()),
                   " do not broadcast (", x, " vs ", y, ")");
   }
-  // Rows and columns the CPU's tiles cannot divide are padded to whole tiles (see kTileRows).
-  const int64_t n = a.shape()[a.ndim() - 2], m = b.shape().back();
-  int64_t n_tiled = n, m_tiled = m;
-  if (a.device() == "CPU" && n * m * k >= kPadMinWork) {
-    if (n >= kTileRows && n % kTileRows != 0) n_tiled = round_up(n, kTileRows), a = padded_copy(a, 2, n_tiled);
-    if (m >= kTileColumns && m % kTileColumns != 0) m_tiled = round_up(m, kTileColumns), b = padded_copy(b, 1, m_tiled);
-  }
-  // A large right operand is read from a copy in column panels on devices with SIMD vectors (see
-  // panel_columns); GPUs (no vectors) read it as it is.
-  if (const int64_t panel = panel_columns(b);
-      batch_b.empty() && panel >= 8 && k * b.shape()[1] >= panel_min_elements(b) && b.shape()[1] % panel == 0) {
-    const int64_t m = b.shape()[1];
-    b = b.reshape({k, m / panel, panel}).permute({1, 0, 2}).contiguous().permute({1, 0, 2}).reshape({k, m});
-  }
-  // (..., n, k) @ (..., k, m): broadcast (..., n, 1, k) * (..., 1, m, k) and sum over k.
-  Tensor lhs = a.unsqueeze(-2);
-  Tensor rhs = b.transpose(-1, -2).unsqueeze(-3);
-  const Tensor products = lhs * rhs;
+  // (..., n, k) @ (..., k, m): broadcast (..., n, 1, k) * (..., 1, m, k) and sum over k. The same
+  // graph on every device: the scheduler copies operands into its tiles (schedule/matmul_tiles.cpp).
+  const Tensor products = a.unsqueeze(-2) * b.transpose(-1, -2).unsqueeze(-3);
   Tensor r = products.sum({-1});
   // as tinygrad's: small ints add up in a wider dtype, the result is the operands' promoted dtype
   if (r.dtype() != products.dtype()) r = r.cast(products.dtype());
-  if (n_tiled != n || m_tiled != m) {
-    // stored whole: a cut taken before that would shrink the kernel's loops back to n and m
-    Pairs bounds;
-    for (int64_t d : r.shape()) bounds.push_back({0, d});
-    bounds[bounds.size() - 2].second = n, bounds.back().second = m;
-    r = r.contiguous().shrink(bounds);
-  }
   if (ndim() == 1) r = r.squeeze(-2);
   if (o.ndim() == 1) r = r.squeeze(-1);
   return r;

@@ -26,17 +26,15 @@ struct Memo {
 // Guard against rule sets that never reach a fixed point.
 constexpr int kMaxRewritesPerNode = 1000;
 
-}  // namespace
-
 // Iterative post-order rewrite. Each node: rewrite its sources, rebuild it if they changed, then
 // apply the rules; a rule's result is itself fully rewritten before it becomes the node's answer.
-// In bottom-up mode the rules are applied to a node before its sources are visited.
-UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, RewriteOpts opts) {
+// In bottom-up mode the rules are applied to a node before its sources are visited. `memo` ends
+// with the answer of every node visited.
+UOpRef rewrite(Memo& memo, const UOpRef& root, const PatternMatcher& pm, RewriteOpts opts) {
   std::optional<trace::Recorder> rec;  // VIZ=1: every step of a named rewrite is recorded
   if (trace::enabled() && !opts.name.empty()) [[unlikely]] rec.emplace(opts.name, root);
   SourceLoc rule{};
   SourceLoc* fired = rec ? &rule : nullptr;
-  Memo memo;
   struct Frame {
     UOpRef node;     // the node whose answer this frame computes
     UOpRef current;  // what it has been rewritten to so far
@@ -105,6 +103,22 @@ UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, RewriteOpts o
   UOpRef result = *memo.find(root.get());
   if (rec) rec->finish(result);
   return result;
+}
+
+}  // namespace
+
+UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, RewriteOpts opts) {
+  Memo memo;
+  return rewrite(memo, root, pm, opts);
+}
+
+std::unordered_map<const UOp*, UOpRef> graph_rewrite_map(const UOpRef& root, const PatternMatcher& pm, RewriteOpts opts) {
+  if (opts.bottom_up) throw_error("graph_rewrite_map: a bottom-up rewrite does not visit every node of the graph");
+  Memo memo;
+  rewrite(memo, root, pm, opts);
+  std::unordered_map<const UOp*, UOpRef> out;
+  for (const UOp* u : root->toposort()) out.emplace(u, *memo.find(u));
+  return out;
 }
 
 UOpRef substitute(const UOpRef& root, const std::unordered_map<const UOp*, UOpRef>& map) {

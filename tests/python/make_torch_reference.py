@@ -1,7 +1,7 @@
 """PyTorch reference values for kiln's conv, pooling, norm, loss and optimizer tests.
 
 Computes inputs, outputs and gradients with torch in float64 for a list of cases and writes them to
-one safetensors file (written by hand: json + struct + NumPy), which tests/test_torch_reference.cpp
+one safetensors file (written by hand: f64_safetensors.py), which tests/test_torch_reference.cpp
 reads. Every case is a group of tensors named "<op>.<case>.<tensor>":
   params        the op's arguments, as float64 numbers in the order the C++ handler of <op> reads them
   x, w, b, ...  the inputs
@@ -12,18 +12,16 @@ reads. Every case is a group of tensors named "<op>.<case>.<tensor>":
 Usage: make_torch_reference.py OUTPUT.safetensors. Exits 77 (ctest SKIP) without NumPy or torch,
 after removing OUTPUT so no stale file is left behind.
 """
-import json
 import os
-import struct
 import sys
 
 OUT = sys.argv[1]
 if os.path.exists(OUT):
     os.remove(OUT)
 try:
-    import numpy as np
     import torch
     import torch.nn.functional as F
+    from f64_safetensors import write_f64_safetensors
 except ImportError as e:
     print(f"skipping: {e}")
     sys.exit(77)
@@ -180,16 +178,4 @@ optimizer_steps("sgd", lambda ps: torch.optim.SGD(ps, lr=0.125, momentum=0.875, 
 optimizer_steps("adam", lambda ps: torch.optim.Adam(ps, lr=0.125, betas=(0.875, 0.9375), eps=1e-8),
                 (0.125, 0.875, 0.9375, 1e-8))
 
-# ---- the file: 8-byte little-endian header length, JSON header, raw little-endian data
-header, blobs, offset = {}, [], 0
-for name in sorted(tensors):
-    data = np.ascontiguousarray(tensors[name].detach().numpy().astype("<f8")).tobytes()
-    header[name] = {"dtype": "F64", "shape": list(tensors[name].shape), "data_offsets": [offset, offset + len(data)]}
-    blobs.append(data)
-    offset += len(data)
-text = json.dumps(header).encode("utf-8")
-text += b" " * (-len(text) % 8)
-with open(OUT + ".tmp", "wb") as f:
-    f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
-os.replace(OUT + ".tmp", OUT)
-print(f"wrote {len(tensors)} tensors to {OUT}")
+write_f64_safetensors(tensors, OUT)

@@ -125,6 +125,10 @@ struct RewriteOpts {
 
 // Rewrites every node of the graph under `root` to a fixed point (sources first, memoized).
 UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, RewriteOpts opts = {});
+// The same rewrite (not bottom-up), answering what each node under `root` became (tinygrad's
+// graph_rewrite_map): keys point into root's graph, which the caller keeps alive.
+std::unordered_map<const UOp*, UOpRef> graph_rewrite_map(const UOpRef& root, const PatternMatcher& pm,
+                                                         RewriteOpts opts = {});
 // Replaces nodes by the map (and rebuilds their users); replaced nodes are not descended into.
 UOpRef substitute(const UOpRef& root, const std::unordered_map<const UOp*, UOpRef>& map);
 

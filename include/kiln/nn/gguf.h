@@ -171,6 +171,11 @@ GGUFFile gguf_open(const std::string& path);
 // as it goes instead of reading a float32 copy. Equal to dequantize() to the bit.
 Tensor dequantize_lazy(const QuantizedTensor& q);
 
+// x (..., K) @ w.T for a quantized weight w (N, K): (..., N), decoding w as it multiplies (one kernel
+// that reads w's blocks in order); equal to the product with dequantize_lazy(w) within float rounding.
+// kiln::Error unless K is a multiple of 16 and x's last dimension.
+Tensor linear_quantized(const Tensor& x, const QuantizedTensor& w);
+
 // ---- writing
 
 // Collects metadata and tensors, then writes a GGUF v3 file. general.alignment in the metadata (a

@@ -56,12 +56,22 @@ class Muon : public Optimizer {
   std::vector<Tensor> updates(const std::vector<Tensor>& grads, std::vector<Tensor>& state) override;
 };
 
+// Parameters that share a weight decay, as an entry of PyTorch's param_groups: e.g. decay on the
+// weight matrices, none on norms and biases.
+struct ParamGroup {
+  std::vector<Tensor> params;
+  double weight_decay = 0;
+};
+
 // LAMB (layer-wise trust ratio); with adam=true it is AdamW with decoupled weight decay.
 class LAMB : public Optimizer {
  public:
   LAMB(std::vector<Tensor> params, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-6,
        double weight_decay = 0, bool adam = false);
-  double b1, b2, eps, weight_decay;
+  // Each group's parameters decay by its weight_decay (a parameter in two groups must have one decay).
+  LAMB(const std::vector<ParamGroup>& groups, double lr, double b1, double b2, double eps, bool adam);
+  double b1, b2, eps, weight_decay;  // weight_decay: the single-group constructor's
+  std::vector<double> weight_decays;  // per parameter, in params' order
   bool adam;
   Tensor b1_t, b2_t;        // b1^t and b2^t, updated each step
   std::vector<Tensor> m, v;  // first and second moments
@@ -81,6 +91,9 @@ class AdamW : public LAMB {
   AdamW(std::vector<Tensor> params, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8,
         double weight_decay = 0.01)
       : LAMB(std::move(params), lr, b1, b2, eps, weight_decay, true) {}
+  explicit AdamW(const std::vector<ParamGroup>& groups, double lr = 0.001, double b1 = 0.9, double b2 = 0.999,
+                 double eps = 1e-8)
+      : LAMB(groups, lr, b1, b2, eps, true) {}
 };
 
 // Learning-rate schedules: call step() once per optimizer step; they set the optimizer's rate.
@@ -88,6 +101,8 @@ class LRScheduler {
  public:
   virtual ~LRScheduler() = default;
   void step();
+  // Continues the schedule at `step` optimizer steps done (after loading a checkpoint).
+  void set_step(int64_t step);
   int64_t epoch_counter = 0;
 
  protected:
@@ -126,6 +141,18 @@ class OneCycleLR : public LRScheduler {
              double final_div_factor = 1e4);
   double max_lr, initial_lr, final_lr, pct_start;
   int64_t total_steps;
+
+ protected:
+  double rate_at(int64_t step) const override;
+};
+
+// Linear warm-up to the optimizer's rate over warmup_steps (step t < warmup_steps uses
+// lr (t + 1) / warmup_steps), then a cosine from lr down to min_lr at total_steps, min_lr after.
+class WarmupCosineLR : public LRScheduler {
+ public:
+  WarmupCosineLR(Optimizer& opt, int64_t warmup_steps, int64_t total_steps, double min_lr = 0);
+  int64_t warmup_steps, total_steps;
+  double base_lr, min_lr;
 
  protected:
   double rate_at(int64_t step) const override;

@@ -102,6 +102,24 @@ def test_python_int_scalar_promotes_instead_of_wrapping():
   assert full.dtype == dtypes.int64 and full.numpy().tolist() == [2**62 + 1] * 2  # exact, no trip through double
   assert Tensor([True, False]).where(2**40, 0).numpy().tolist() == [2**40, 0]
 
+@pytest.mark.parametrize("name", ["uint8", "uint16", "uint32", "uint64"])
+def test_unsigned_overflow_wraps(name):
+  """tinygrad's test_uint_overflow: dtype.max is the exact int (as np.iinfo's), and max + 2, max * 2
+  wrap as NumPy's arrays of the dtype do."""
+  dt, np_dt = getattr(dtypes, name), np.dtype(name)
+  assert type(dt.max) is int and dt.max == np.iinfo(np_dt).max and dt.min == 0
+  v = np.array([dt.max], dtype=np_dt)
+  two = np.array([2], dtype=np_dt)
+  for got, want in [(Tensor(dt.max, dtype=dt) + 2, v + two), (Tensor(dt.max, dtype=dt) * 2, v * two)]:
+    assert got.dtype == dt and [got.numpy().tolist()] == want.tolist()
+
+def test_signed_limits_are_exact_ints():
+  for name in ("int8", "int16", "int32", "int64"):
+    dt, info = getattr(dtypes, name), np.iinfo(name)
+    assert (dt.min, dt.max) == (info.min, info.max) and type(dt.max) is int
+  assert (dtypes.bool.min, dtypes.bool.max) == (0, 1)
+  assert dtypes.float32.max == float("inf") and dtypes.float32.min == float("-inf")  # tinygrad's
+
 # ***** pickling, deepcopy, state dicts *****
 
 @pytest.mark.parametrize("dtype", ["float32", "int64", "bool", "uint8", "bfloat16", "fp8e4m3", "fp8e5m2fnuz"])

@@ -2,8 +2,11 @@
 LlamaForCausalLM / Qwen2ForCausalLM math (rotate_half rotary embeddings with the config's scaling,
 grouped-query attention through repeat_kv, SwiGLU, float32 RMSNorm), saved as config.json +
 safetensors. Logits of a prefill and of decode steps agree within rtol 1e-4 (atol 1e-4 of the
-largest logit: float32 sums in another order); greedy generation follows PyTorch's argmax."""
+largest logit: float32 sums in another order); greedy generation follows PyTorch's argmax. The same models
+written as llama.cpp GGUF files (F32, F16, Q8_0; q/k permuted as its converter does) load through
+Model.from_gguf and match PyTorch over the weights the file decodes to."""
 import json
+import math
 import struct
 import numpy as np
 import pytest
@@ -163,3 +166,137 @@ def test_errors(tmp_path):
   m = Model.from_safetensors(tmp_path)
   with pytest.raises(KilnError, match="outside the vocabulary"): m([[37]], 0)
   with pytest.raises(KilnError, match="at least one token"): m.generate([])
+
+# ---- GGUF files, written here byte by byte as llama.cpp's convert_hf_to_gguf.py lays a model out
+GGUF_ROLES = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
+              "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output", "post_attention_layernorm": "ffn_norm",
+              "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+
+def gguf_name(hf):
+  fixed = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight", "lm_head.weight": "output.weight"}
+  if hf in fixed: return fixed[hf]
+  layer, rest = hf.removeprefix("model.layers.").split(".", 1)
+  role, kind = rest.rsplit(".", 1)
+  return f"blk.{layer}.{GGUF_ROLES[role]}.{kind}"
+
+def permute(w, n_head, n_head_kv):
+  """The converter's LlamaModel.permute: q/k rows reordered for ggml's pair-wise rope."""
+  if n_head_kv is not None and n_head != n_head_kv: n_head = n_head_kv
+  return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+def q8_0(w):
+  """ggml's Q8_0 blocks of w's rows (32 values: an fp16 scale amax / 127, then 32 int8) and the values they decode to."""
+  x = w.numpy().astype(np.float32).reshape(-1, 32)
+  d = np.abs(x).max(1, keepdims=True) / 127
+  q = np.trunc(x / np.where(d == 0, 1, d) + np.copysign(0.5, x)).astype(np.int8)  # roundf: half away from zero
+  d16 = d.astype(np.float16)
+  blocks = np.concatenate([d16.view(np.uint8), q.view(np.uint8)], axis=1).tobytes()
+  return blocks, torch.from_numpy((q.astype(np.float32) * d16.astype(np.float32)).reshape(w.shape))
+
+GGML_F32, GGML_F16, GGML_Q8_0 = 0, 1, 8
+
+def encode(w, ggml_type):
+  """(bytes as stored, the float32 values they decode to)"""
+  if ggml_type == GGML_Q8_0 and w.ndim == 2: return q8_0(w)
+  if ggml_type == GGML_F16 and w.ndim == 2: return w.half().numpy().tobytes(), w.half().float()
+  return w.float().numpy().tobytes(), w.float()
+
+def write_gguf(path, metadata, tensors):
+  """GGUF v3: metadata (str, int as uint32, float as float32), tensor infos (dims innermost first), 32-aligned data."""
+  def s(b): return struct.pack("<Q", len(b)) + b
+  def value(v):
+    if isinstance(v, str): return struct.pack("<I", 8) + s(v.encode())
+    if isinstance(v, float): return struct.pack("<If", 6, v)
+    return struct.pack("<II", 4, v)
+  out = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(metadata))
+  for k, v in metadata.items(): out += s(k.encode()) + value(v)
+  data = b""
+  for name, (ggml_type, shape, blob) in tensors.items():
+    out += s(name.encode()) + struct.pack(f"<I{len(shape)}QIQ", len(shape), *reversed(shape), ggml_type, len(data))
+    data += blob + b"\0" * (-len(blob) % 32)
+  path.write_bytes(out + b"\0" * (-len(out) % 32) + data)
+  return path
+
+def gguf_metadata(cfg, arch):
+  H, dim = cfg["num_attention_heads"], cfg["hidden_size"]
+  m = {"general.architecture": arch, f"{arch}.context_length": cfg["max_position_embeddings"], f"{arch}.embedding_length": dim,
+       f"{arch}.block_count": cfg["num_hidden_layers"], f"{arch}.feed_forward_length": cfg["intermediate_size"],
+       f"{arch}.attention.head_count": H, f"{arch}.attention.head_count_kv": cfg["num_key_value_heads"],
+       f"{arch}.attention.layer_norm_rms_epsilon": cfg["rms_norm_eps"], f"{arch}.rope.freq_base": cfg["rope_theta"],
+       f"{arch}.rope.dimension_count": dim // H, "tokenizer.ggml.eos_token_id": cfg["eos_token_id"]}
+  rs = cfg.get("rope_scaling")
+  if rs and rs.get("type") == "linear": m |= {f"{arch}.rope.scaling.type": "linear", f"{arch}.rope.scaling.factor": rs["factor"]}
+  return m
+
+def llama3_rope_freqs(cfg):
+  """The converter's rope_freqs.weight for llama3 scaling (LlamaModel.generate_extra_tensors)."""
+  rs, dim = cfg["rope_scaling"], cfg["hidden_size"] // cfg["num_attention_heads"]
+  freqs = 1.0 / (cfg["rope_theta"] ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
+  old, low, high, factor = rs["original_max_position_embeddings"], rs["low_freq_factor"], rs["high_freq_factor"], rs["factor"]
+  factors = []
+  for f in freqs.tolist():
+    wavelen = 2 * math.pi / f
+    if wavelen < old / high: factors.append(1.0)
+    elif wavelen > old / low: factors.append(factor)
+    else:
+      smooth = (old / wavelen - low) / (high - low)
+      factors.append(1 / ((1 - smooth) / factor + smooth))
+  return torch.tensor(factors, dtype=torch.float32)
+
+def save_gguf(path, cfg, w, ggml_type):
+  """Writes w as llama.cpp would (q/k permuted for llama, 2-D tensors as ggml_type, the rest F32); returns the
+  weights the file decodes to, in Hugging Face's layout (a row-wise code commutes with the row permutation)."""
+  arch = {"LlamaForCausalLM": "llama", "Qwen2ForCausalLM": "qwen2"}[cfg["architectures"][0]]
+  H, KV = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+  tensors, decoded = {}, {}
+  for name, t in w.items():
+    stored = t
+    if arch == "llama" and name.endswith("q_proj.weight"): stored = permute(t, H, H)
+    if arch == "llama" and name.endswith("k_proj.weight"): stored = permute(t, H, KV)
+    blob, _ = encode(stored, ggml_type)
+    _, decoded[name] = encode(t, ggml_type)
+    kind = ggml_type if t.ndim == 2 else GGML_F32
+    tensors[gguf_name(name)] = (kind, tuple(t.shape), blob)
+  if (cfg.get("rope_scaling") or {}).get("rope_type") == "llama3":
+    factors = llama3_rope_freqs(cfg)
+    tensors["rope_freqs.weight"] = (GGML_F32, tuple(factors.shape), factors.numpy().tobytes())
+  write_gguf(path, gguf_metadata(cfg, arch), tensors)
+  return decoded
+
+GGUF_BASE = BASE | dict(intermediate_size=64)  # Q8_0 blocks: every row a multiple of 32 values
+
+def check_gguf(tmp_path, cfg, ggml_type, prefill=6, steps=4):
+  decoded = save_gguf(tmp_path / "m.gguf", cfg, random_weights(cfg), ggml_type)
+  m = Model.from_gguf(tmp_path / "m.gguf")
+  assert (m.vocab_size, m.max_context, m.eos_ids) == (cfg["vocab_size"], cfg["max_position_embeddings"], [cfg["eos_token_id"]])
+  ids = [[(7 * i + 3) % cfg["vocab_size"] for i in range(prefill + steps)]]
+  want = torch_logits(cfg, decoded, ids)
+  assert_close(m([ids[0][:prefill]], 0).numpy(), want[:, :prefill])
+  for t in range(prefill, prefill + steps): assert_close(m([[ids[0][t]]], t).numpy(), want[:, t : t + 1])
+
+def test_gguf_llama_f32(tmp_path): check_gguf(tmp_path, GGUF_BASE, GGML_F32)
+
+def test_gguf_llama_f16(tmp_path): check_gguf(tmp_path, GGUF_BASE, GGML_F16)
+
+def test_gguf_llama_q8_0(tmp_path): check_gguf(tmp_path, GGUF_BASE, GGML_Q8_0)
+
+def test_gguf_llama3_rope_freqs(tmp_path):
+  check_gguf(tmp_path, GGUF_BASE | dict(rope_theta=500000.0, rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0,
+                                                                         high_freq_factor=4.0, original_max_position_embeddings=16)), GGML_F32)
+
+def test_gguf_linear_rope_scaling(tmp_path): check_gguf(tmp_path, GGUF_BASE | dict(rope_scaling=dict(type="linear", factor=2.0)), GGML_F32)
+
+def test_gguf_qwen2_biases_tied_q8_0(tmp_path):
+  check_gguf(tmp_path, GGUF_BASE | dict(model_type="qwen2", architectures=["Qwen2ForCausalLM"], tie_word_embeddings=True,
+                                   rope_theta=1000000.0), GGML_Q8_0)
+
+def test_gguf_errors(tmp_path):
+  w = random_weights(BASE)
+  save_gguf(tmp_path / "m.gguf", BASE, w, GGML_F32)
+  data = (tmp_path / "m.gguf").read_bytes()
+  (tmp_path / "gpt2.gguf").write_bytes(data.replace(b"\x05\0\0\0\0\0\0\0llama", b"\x05\0\0\0\0\0\0\0gpt-2", 1))
+  with pytest.raises(KilnError, match='general.architecture: expected llama, mistral, qwen2 or qwen3, got "gpt-2"'):
+    Model.from_gguf(tmp_path / "gpt2.gguf")
+  (tmp_path / "renamed.gguf").write_bytes(data.replace(b"llama.block_count", b"llama.block_cou_t", 1))
+  with pytest.raises(KilnError, match="missing metadata key llama.block_count"): Model.from_gguf(tmp_path / "renamed.gguf")
+  with pytest.raises(KilnError, match="nowhere.gguf"): Model.from_gguf(tmp_path / "nowhere.gguf")

@@ -186,6 +186,18 @@ def test_softmax_family(shape, axis):
   check_op([shape], lambda x: x.logsumexp(axis), lambda x: x.logsumexp(axis))
   check_op([shape], lambda x: x.logsumexp(axis, keepdim=True), lambda x: x.logsumexp(axis, keepdim=True))
 
+@pytest.mark.parametrize("op", ["softmax", "softmin", "log_softmax"])
+def test_softmax_family_gradient_of_sum(op):
+  """tinygrad's test_softmax and its data: a softmax's rows sum to 1, so d sum / dx is 0 up to rounding
+  (within atol 1e-7 of PyTorch's). The max the rows are shifted by is detached, as in tinygrad: a
+  gradient through it would add its rounding."""
+  x = np.random.RandomState(0).uniform(-2, 2, (45, 65)).astype(np.float32)
+  tt = torch.tensor(x, requires_grad=True)
+  (want,) = torch.autograd.grad(getattr(F, op)(tt, 1).sum(), [tt])
+  kt = Tensor(x, requires_grad=True)
+  (got,) = getattr(kt, op)(1).sum().gradient(kt)
+  np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-3, atol=1e-7)
+
 def test_logsumexp_all_axes():
   check_op([(2, 3, 4)], lambda x: x.logsumexp(dim=(0, 1, 2)), lambda x: x.logsumexp())
   check_op([(2, 3, 4)], lambda x: x.logsumexp(dim=(0, 2)), lambda x: x.logsumexp(axis=(0, 2)))

@@ -1,0 +1,139 @@
+// Matmul tiles (schedule/matmul_tiles.cpp): the tensor graph of a matmul is the same on every device;
+// the scheduler, reading the device's Target, copies the operands of a device with SIMD vectors into
+// its register tiles (padded to whole tiles, a large right operand in column panels) and those of no
+// other; results match naive float64 loops either way.
+#include <gtest/gtest.h>
+#include <kiln/device.h>
+#include <kiln/kiln.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/ir/pattern_matcher.h"
+#include "reference.h"
+#include "schedule/schedule.h"
+#include "support/env.h"
+
+namespace {
+
+using namespace kiln;
+using namespace kiln::runtime;
+
+// A device without SIMD vectors (vector_bytes() 0, as a GPU), on the CPU's memory, compiler and programs.
+class ScalarDevice final : public Device {
+ public:
+  explicit ScalarDevice(std::string name) : Device(std::move(name)) {}
+  Allocator& allocator() override { return get_device("CPU").allocator(); }
+  Compiler& compiler() override { return get_device("CPU").compiler(); }
+  std::unique_ptr<Program> load(const std::string& binary, const std::string& function_name) override {
+    return get_device("CPU").load(binary, function_name);
+  }
+};
+
+const std::string& scalar_device() {
+  static const std::string name = [] {
+    register_device("SCALARDEV", [] { return std::make_unique<ScalarDevice>("SCALARDEV"); }, -1);
+    return std::string("SCALARDEV");
+  }();
+  return name;
+}
+
+// `t`'s graph with its buffers replaced by numbered placeholders (no device): equal structures are
+// then the same node.
+UOpRef without_buffers(const Tensor& t) {
+  std::unordered_map<const UOp*, UOpRef> placeholders;
+  for (const UOp* u : t.uop()->toposort())
+    if (u->op == Ops::BUFFER && !placeholders.count(u))
+      placeholders[u] = UOp::make(Ops::BUFFER, u->dtype, {},
+                                  BufferArg{-1 - int64_t(placeholders.size()), u->arg_as<BufferArg>().size, ""});
+  return substitute(t.uop(), placeholders);
+}
+
+Tensor on(const std::string& device, const ref::NdArray& a) {
+  env::ScopedEnv dev("DEV", device);
+  return kt::make(a);
+}
+
+struct Case {
+  ref::Shape a, b;
+};
+// tile padding on the CPU (257: prime), a panel copy (512 with AVX2), batched, a matrix-vector product
+const std::vector<Case> kCases = {{{257, 257}, {257, 257}}, {{512, 512}, {512, 512}}, {{3, 130, 129}, {129, 140}},
+                                  {{1001, 700}, {700}}};
+
+TEST(MatmulTiles, TensorGraphIsTheSameOnEveryDevice) {
+  for (const Case& c : kCases) {
+    ref::NdArray a = ref::random(c.a, 1), b = ref::random(c.b, 2);
+    Tensor cpu = on("CPU", a).matmul(on("CPU", b));
+    Tensor scalar = on(scalar_device(), a).matmul(on(scalar_device(), b));
+    EXPECT_EQ(scalar.device(), scalar_device());
+    EXPECT_EQ(without_buffers(cpu).get(), without_buffers(scalar).get())
+        << ref::shape_str(c.a) << " @ " << ref::shape_str(c.b) << "\nCPU:\n"
+        << print_graph(without_buffers(cpu)) << "\n"
+        << scalar_device() << ":\n"
+        << print_graph(without_buffers(scalar));
+  }
+}
+
+TEST(MatmulTiles, ResultsMatchOnEveryDevice) {
+  // 130 x 129 x 140 is past the padding's threshold: on the CPU both operands are copied padded
+  const kt::Tol tol{1e-4, 1e-5 * 129};
+  ref::NdArray a = ref::random({130, 129}, 3), b = ref::random({129, 140}, 4), a3 = ref::random({2, 130, 129}, 5);
+  for (const std::string& device : {std::string("CPU"), scalar_device()}) {
+    SCOPED_TRACE(device);
+    EXPECT_TRUE(kt::matches(on(device, a).matmul(on(device, b)), ref::matmul(a, b), tol));
+    EXPECT_TRUE(kt::matches(on(device, a3).matmul(on(device, b)), ref::matmul(a3, b), tol));
+  }
+}
+
+// The kernel names of `t`'s schedule for a device of the given Target.
+std::vector<std::string> kernels_for(const Tensor& t, schedule::Target target) {
+  const schedule::Schedule s = schedule::build_schedule({t.uop()}, "CPU", [&](const std::string&) { return target; });
+  std::vector<std::string> names;
+  for (const ScheduleItem& item : schedule::schedule_items(s.linear)) names.push_back(item.name);
+  return names;
+}
+
+const schedule::Target kNoVectors{.loops_in_order = true, .vector_bytes = 0, .vector_registers = 16};
+const schedule::Target kAvx2{.loops_in_order = true, .vector_bytes = 32, .vector_registers = 16};
+const schedule::Target kAvx512{.loops_in_order = true, .vector_bytes = 64, .vector_registers = 32};
+
+using Names = std::vector<std::string>;
+
+TEST(MatmulTiles, SizesWithoutTileDivisorsArePaddedWhereThereAreVectors) {
+  Tensor a = Tensor::randn({257, 257}).realize(), b = Tensor::randn({257, 257}).realize();
+  // rows to 264 (8s), columns to 272 (16s), the result stored whole and cut back
+  EXPECT_EQ(kernels_for(a.matmul(b), kAvx2), (Names{"E_264_257", "E_257_272", "r_264_272_257", "E_257_257"}));
+  EXPECT_EQ(kernels_for(a.matmul(b), kNoVectors), (Names{"r_257_257_257"}));
+  // below the threshold the padding would cost more than it saves
+  Tensor small = Tensor::randn({100, 100}).realize();
+  EXPECT_EQ(kernels_for(small.matmul(small), kAvx2), (Names{"r_100_100_100"}));
+}
+
+TEST(MatmulTiles, LargeRightOperandsAreReadFromColumnPanels) {
+  Tensor a = Tensor::randn({512, 512}).realize(), b = Tensor::randn({512, 512}).realize();
+  // AVX2's two 8-float vectors: 16-column panels; AVX-512's wider tiles pay only from 2048
+  EXPECT_EQ(kernels_for(a.matmul(b), kAvx2), (Names{"E_32_512_16", "r_512_512_512"}));
+  EXPECT_EQ(kernels_for(a.matmul(b), kAvx512), (Names{"r_512_512_512"}));
+  EXPECT_EQ(kernels_for(a.matmul(b), kNoVectors), (Names{"r_512_512_512"}));
+  // 16-bit floats fill twice the columns per vector (summed in float32, cast back)
+  Tensor h = b.cast(dtypes::float16).realize();
+  EXPECT_EQ(kernels_for(a.cast(dtypes::float16).matmul(h), kAvx2), (Names{"E_16_512_32", "r_512_512_512"}));
+  // batched right operands are read as they are
+  Tensor b3 = Tensor::randn({2, 512, 512}).realize();
+  EXPECT_EQ(kernels_for(a.matmul(b3), kAvx2), (Names{"r_2_512_512_512"}));
+}
+
+TEST(MatmulTiles, DebugNamesWhatWasDone) {
+  Tensor a = Tensor::randn({257, 257}).realize(), b = Tensor::randn({257, 1024}).realize();
+  env::ScopedEnv debug("DEBUG", "3");
+  testing::internal::CaptureStderr();
+  kernels_for(a.matmul(b), kAvx2);
+  const std::string log = testing::internal::GetCapturedStderr();
+  const std::string note =
+      "matmul 257x257x1024: tile padding to 264x1024, panel copy of the right operand in 16-column panels";
+  EXPECT_NE(log.find(note), std::string::npos) << log;
+}
+
+}  // namespace
