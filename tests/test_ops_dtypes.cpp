@@ -356,6 +356,28 @@ TEST(Cast, HalfPrecisionRounds) {
   EXPECT_NEAR(bf[3], 3.0e38f, 3.0e38f * 1e-2);  // bfloat16 keeps float32's range
 }
 
+// Every float16 bit pattern widens to the value IEEE 754 gives it (computed here from sign, exponent and
+// mantissa in double), whichever conversion the C compiler's target allows.
+TEST(Cast, EveryHalfWidensExactly) {
+  std::vector<uint16_t> bits(1 << 16);
+  for (size_t i = 0; i < bits.size(); i++) bits[i] = static_cast<uint16_t>(i);
+  const std::vector<float> got =
+      Tensor::from_vector<uint16_t>(bits, {1 << 16}).bitcast(dtypes::float16).cast(dtypes::float32).to_vector<float>();
+  for (size_t i = 0; i < bits.size(); i++) {
+    const int exp = (bits[i] >> 10) & 0x1f, man = bits[i] & 0x3ff;
+    const double sign = (bits[i] & 0x8000) ? -1.0 : 1.0;
+    if (exp == 0x1f && man != 0) {
+      EXPECT_TRUE(std::isnan(got[i])) << "bits 0x" << std::hex << bits[i];
+      continue;
+    }
+    const double want = exp == 0x1f ? sign * std::numeric_limits<double>::infinity()
+                        : exp == 0  ? sign * std::ldexp(man, -24)
+                                    : sign * std::ldexp(1024 + man, exp - 25);
+    ASSERT_EQ(static_cast<double>(got[i]), want) << "bits 0x" << std::hex << bits[i];
+    ASSERT_EQ(std::signbit(got[i]), sign < 0) << "bits 0x" << std::hex << bits[i];
+  }
+}
+
 TEST(Cast, SameDtypeIsIdentity) {
   NdArray x = ref::random({5, 3}, 700);
   Tensor t = kt::make(x);

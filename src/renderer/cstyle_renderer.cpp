@@ -34,8 +34,14 @@ std::string narrow_suffix(DType d) {
   return d.is_fp8() ? fp8_format(d).suffix : d.scalar == ScalarType::Float16 ? "half" : "bf16";
 }
 
-// Needs only KILN_BITCAST from the language's preamble and C types every C-like language has.
+// Needs only KILN_BITCAST from the language's preamble and C types every C-like language has. Where the
+// C compiler targets F16C (x86 since Ivy Bridge), a half widens in one instruction instead of the branchy
+// bit arithmetic, which dominated kernels that read float16 weights.
 const char* kHalfPreamble = R"(static inline float kiln_half_to_float(unsigned short h) {
+#if defined(__F16C__)
+  typedef short kiln_v8hi __attribute__((vector_size(16)));
+  return __builtin_ia32_vcvtph2ps((kiln_v8hi){(short)h, 0, 0, 0, 0, 0, 0, 0})[0];
+#endif
   unsigned int sign = (unsigned int)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
   if (exp == 0x1f) bits = sign | 0x7f800000u | (man << 13);
   else if (exp != 0) bits = sign | ((exp + 112) << 23) | (man << 13);
