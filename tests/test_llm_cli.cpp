@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -69,6 +70,47 @@ class LlmCli : public ::testing::Test {
   kt::TempDir temp_{"kiln_llm_cli"};
   const std::string folder_ = temp_ / "model", vocab_ = temp_ / "vocab.gguf";
 };
+
+// `d` (SentencePiece-style) as a Hugging Face tokenizer.json: every split of a piece into two pieces a merge,
+// ranked by the piece's score, "▁" for spaces by the normalizer.
+void write_tokenizer_json(const kiln::llm::TokenizerData& d, const std::filesystem::path& dir) {
+  nlohmann::json vocab = nlohmann::json::object(), added = nlohmann::json::array();
+  std::vector<std::pair<float, std::string>> merges;
+  for (size_t i = 0; i < d.tokens.size(); i++) {
+    const std::string& t = d.tokens[i];
+    vocab[t] = i;
+    if (d.token_types[i] != static_cast<int32_t>(kiln::llm::TokenType::Normal)) {
+      added.push_back({{"id", i}, {"content", t}, {"special", true}});
+      continue;
+    }
+    for (size_t k = 1; k < t.size(); k++)
+      if (std::count(d.tokens.begin(), d.tokens.end(), t.substr(0, k)) && std::count(d.tokens.begin(), d.tokens.end(), t.substr(k)))
+        merges.push_back({d.scores[i], t.substr(0, k) + " " + t.substr(k)});
+  }
+  std::stable_sort(merges.begin(), merges.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  nlohmann::json merge_texts = nlohmann::json::array();
+  for (const auto& m : merges) merge_texts.push_back(m.second);
+  const nlohmann::json normalizer = {
+      {"type", "Sequence"},
+      {"normalizers", {{{"type", "Prepend"}, {"prepend", "\xE2\x96\x81"}},
+                       {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\xE2\x96\x81"}}}}};
+  std::ofstream(dir / "tokenizer.json") << nlohmann::json{
+      {"added_tokens", added},
+      {"normalizer", normalizer},
+      {"model", {{"type", "BPE"}, {"unk_token", "<unk>"}, {"vocab", vocab}, {"merges", merge_texts}}}};
+  std::ofstream(dir / "tokenizer_config.json") << R"({"bos_token": "<s>", "eos_token": "</s>", "add_bos_token": true})";
+}
+
+TEST_F(LlmCli, FolderWithTokenizerJsonRunsAsWithItsGgufVocabulary) {
+  write_tokenizer_json(kt::tiny_vocab(), folder_);
+  const Ran with_gguf = run({"run", folder_, "--tokenizer", vocab_, "-p", "hello the world", "-n", "8", "--temp", "0"}, temp_);
+  ASSERT_EQ(with_gguf.code, 0) << with_gguf.err;
+  const Ran with_json = run({"run", folder_, "-p", "hello the world", "-n", "8", "--temp", "0"}, temp_);
+  ASSERT_EQ(with_json.code, 0) << with_json.err;
+  EXPECT_EQ(with_json.out, with_gguf.out);
+  const std::string prompt_line = "prompt: " + std::to_string(Tokenizer::from_vocab(kt::tiny_vocab()).encode("hello the world").size()) + " tokens, ";
+  EXPECT_NE(with_json.err.find(prompt_line), std::string::npos) << with_json.err;
+}
 
 TEST_F(LlmCli, RunPrintsGenerateText) {
   Model model = Model::from_safetensors(folder_);
@@ -183,9 +225,9 @@ TEST_F(LlmCli, BadFlagsExit2MissingFilesExit1) {
   r = run({"run", temp_ / "nowhere.gguf", "-p", "hi"}, temp_);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("nowhere.gguf\" does not exist"), std::string::npos) << r.err;
-  r = run({"run", folder_, "-p", "hi"}, temp_);  // a folder needs --tokenizer
+  r = run({"run", folder_, "-p", "hi"}, temp_);  // a folder without tokenizer.json needs --tokenizer
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("needs a tokenizer"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("has no tokenizer.json"), std::string::npos) << r.err;
   r = run({"bench", folder_, "--tokenizer", temp_ / "missing.gguf"}, temp_);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("missing.gguf\" is not a file"), std::string::npos) << r.err;

@@ -1,7 +1,7 @@
 #pragma once
 // Loading a language model with its tokenizer from a path, as the kiln-llm tool and servers take it:
-// a GGUF file (weights, config and vocabulary in one), or a Hugging Face folder of config.json and
-// safetensors with a vocabulary from a GGUF file (kiln reads tokenizers from GGUF metadata only).
+// a GGUF file (weights, config and vocabulary in one), or a Hugging Face folder of config.json,
+// safetensors and tokenizer.json (or a vocabulary from a GGUF file instead).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -20,7 +20,7 @@ struct LoadedModel {
 };
 
 // `path`: a .gguf file or a folder. `tokenizer_path` (optional): a GGUF file whose tokenizer.ggml.* metadata
-// gives the vocabulary, needed for a folder. kiln::Error saying what is missing or unreadable.
+// gives the vocabulary, in place of the file's own or the folder's tokenizer.json. kiln::Error saying what is missing or unreadable.
 LoadedModel load_model(const std::string& path, const std::string& tokenizer_path = "");
 
 }  // namespace kiln::llm

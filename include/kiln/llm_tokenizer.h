@@ -32,6 +32,9 @@ class Tokenizer {
   static Tokenizer from_vocab(const TokenizerData& data);
   // The vocabulary a GGUF file stores under tokenizer.ggml.* (the tensors are not read).
   static Tokenizer from_gguf(const std::string& path);
+  // A Hugging Face tokenizer.json (`path`: the file or its folder) of a byte-level or SentencePiece-style BPE
+  // model, with the BOS/EOS tokens and add_bos_token of the tokenizer_config.json beside it when there.
+  static Tokenizer from_hf(const std::string& path);
 
   // `text` is UTF-8 (invalid bytes are kept: byte fallback / byte tokens). User-defined tokens are matched in the
   // text; control tokens too for "gpt2" (chat templates write them), never for "llama" (as SentencePiece).

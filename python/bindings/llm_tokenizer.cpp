@@ -24,6 +24,7 @@ void bind_llm_tokenizer(py::module_& m) {
           py::arg("bos_id") = -1, py::arg("eos_id") = -1, py::arg("unknown_id") = -1, py::arg("add_bos") = py::none(),
           py::arg("add_space_prefix") = py::none(), py::arg("pre") = "")
       .def_static("from_gguf", &Tokenizer::from_gguf, py::arg("path"))
+      .def_static("from_hf", &Tokenizer::from_hf, py::arg("path"))
       // str or bytes in (bytes need not be UTF-8); str out, with U+FFFD for bytes that are not UTF-8.
       .def("encode", &Tokenizer::encode, py::arg("text"), py::arg("add_bos") = true)
       .def(

@@ -1,7 +1,7 @@
 """Language models of the LLaMA family: kiln.llm.
 
 Tokenizer: text <-> token ids, from the vocabulary a GGUF file stores under tokenizer.ggml.*
-(`Tokenizer.from_gguf(path)`, or those fields given as `Tokenizer.from_vocab(model, tokens, scores, token_types, merges, bos_id, eos_id, unknown_id, add_bos,
+(`Tokenizer.from_gguf(path)`), from a Hugging Face tokenizer.json (`Tokenizer.from_hf(path)`: the file or its folder), or those fields given as `Tokenizer.from_vocab(model, tokens, scores, token_types, merges, bos_id, eos_id, unknown_id, add_bos,
 add_space_prefix, pre)`); `.encode(text, add_bos=True)` takes str or bytes, `.decode(ids)` gives str, `.bos`, `.eos`,
 `.vocab_size`.
 

@@ -57,24 +57,23 @@ LoadedModel load_gguf(const std::string& path, const std::string& tokenizer_path
           decode_bytes(bytes, "token_embd.weight", "output.weight")};
 }
 
+// The folder's tokenizer.json unless a GGUF file's vocabulary is given instead.
 LoadedModel load_folder(const fs::path& dir, const std::string& tokenizer_path) {
-  if (tokenizer_path.empty()) {
-    const bool has_json = fs::exists(dir / "tokenizer.json");
-    throw_error("load_model: ", dir.string(), " needs a tokenizer: kiln reads vocabularies from GGUF metadata ",
-                "(tokenizer.ggml.*) only", has_json ? ", not tokenizer.json" : "",
-                "; give a GGUF file of the same model (a vocab-only one is enough) as the tokenizer");
-  }
+  if (tokenizer_path.empty() && !fs::exists(dir / "tokenizer.json"))
+    throw_error("load_model: ", dir.string(), " has no tokenizer.json; give a GGUF file of the same model (a ",
+                "vocab-only one is enough) as the tokenizer");
   Model model = Model::from_safetensors(dir.string());  // checks the files before their headers are read here
   std::map<std::string, int64_t> bytes;
   for (const fs::directory_entry& e : fs::directory_iterator(dir))
     if (e.path().extension() == ".safetensors") bytes.merge(safetensors_bytes(e.path()));
-  std::optional<ChatTemplate> chat = gguf_chat_template(nn::state::gguf_open(tokenizer_path));
+  std::optional<ChatTemplate> chat;
+  if (!tokenizer_path.empty()) chat = gguf_chat_template(nn::state::gguf_open(tokenizer_path));
   std::ifstream config(dir / "tokenizer_config.json");
   const json tc = config ? json::parse(config, nullptr, false) : json();
   if (tc.is_object() && tc.contains("chat_template") && tc["chat_template"].is_string())
     if (std::optional<ChatTemplate> t = chat_template_detect(tc["chat_template"].get<std::string>())) chat = t;
-  return {std::move(model), Tokenizer::from_gguf(tokenizer_path), chat,
-          decode_bytes(bytes, "model.embed_tokens.weight", "lm_head.weight")};
+  Tokenizer tokenizer = tokenizer_path.empty() ? Tokenizer::from_hf(dir.string()) : Tokenizer::from_gguf(tokenizer_path);
+  return {std::move(model), std::move(tokenizer), chat, decode_bytes(bytes, "model.embed_tokens.weight", "lm_head.weight")};
 }
 
 }  // namespace

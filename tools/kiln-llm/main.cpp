@@ -2,7 +2,7 @@
 //   kiln-llm run MODEL -p "Once upon a time" -n 64
 //   kiln-llm bench MODEL
 //   kiln-llm serve MODEL --port 8080
-// MODEL is a .gguf file, or a Hugging Face folder (config.json + safetensors) with --tokenizer FILE.gguf.
+// MODEL is a .gguf file, or a Hugging Face folder (config.json, safetensors, tokenizer.json).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
         ->required();
     cmd->add_option("--tokenizer", f.tokenizer,
                     "A GGUF file whose tokenizer.ggml.* metadata is the vocabulary "
-                    "(needed for a folder)");
+                    "(instead of the model's own; needed for a folder without tokenizer.json)");
   };
   CLI::App* run_cmd = app.add_subcommand("run", "Generate text after a prompt, streamed as it is made");
   model_flags(run_cmd);
