@@ -96,8 +96,8 @@ std::vector<std::string> kernels_for(const Tensor& t, schedule::Target target) {
 }
 
 const schedule::Target kNoVectors{.loops_in_order = true, .vector_bytes = 0, .vector_registers = 16};
-const schedule::Target kAvx2{.loops_in_order = true, .vector_bytes = 32, .vector_registers = 16};
-const schedule::Target kAvx512{.loops_in_order = true, .vector_bytes = 64, .vector_registers = 32};
+const schedule::Target kAvx2{.loops_in_order = true, .vector_bytes = 32, .vector_registers = 16, .matmul_tile_rows = 6};
+const schedule::Target kAvx512{.loops_in_order = true, .vector_bytes = 64, .vector_registers = 32, .matmul_tile_rows = 12};
 
 using Names = std::vector<std::string>;
 
@@ -112,17 +112,34 @@ TEST(MatmulTiles, SizesWithoutTileDivisorsArePaddedWhereThereAreVectors) {
 }
 
 TEST(MatmulTiles, LargeRightOperandsAreReadFromColumnPanels) {
-  Tensor a = Tensor::randn({512, 512}).realize(), b = Tensor::randn({512, 512}).realize();
+  Tensor a = Tensor::randn({504, 512}).realize(), b = Tensor::randn({512, 512}).realize();
   // AVX2's two 8-float vectors: 16-column panels; AVX-512's wider tiles pay only from 2048
-  EXPECT_EQ(kernels_for(a.matmul(b), kAvx2), (Names{"E_32_512_16", "r_512_512_512"}));
-  EXPECT_EQ(kernels_for(a.matmul(b), kAvx512), (Names{"r_512_512_512"}));
-  EXPECT_EQ(kernels_for(a.matmul(b), kNoVectors), (Names{"r_512_512_512"}));
+  EXPECT_EQ(kernels_for(a.matmul(b), kAvx2), (Names{"E_32_512_16", "r_504_512_512"}));
+  EXPECT_EQ(kernels_for(a.matmul(b), kAvx512), (Names{"r_504_512_512"}));
+  EXPECT_EQ(kernels_for(a.matmul(b), kNoVectors), (Names{"r_504_512_512"}));
   // 16-bit floats fill twice the columns per vector (summed in float32, cast back)
   Tensor h = b.cast(dtypes::float16).realize();
-  EXPECT_EQ(kernels_for(a.cast(dtypes::float16).matmul(h), kAvx2), (Names{"E_16_512_32", "r_512_512_512"}));
+  EXPECT_EQ(kernels_for(a.cast(dtypes::float16).matmul(h), kAvx2), (Names{"E_16_512_32", "r_504_512_512"}));
   // batched right operands are read as they are
   Tensor b3 = Tensor::randn({2, 512, 512}).realize();
-  EXPECT_EQ(kernels_for(a.matmul(b3), kAvx2), (Names{"r_2_512_512_512"}));
+  EXPECT_EQ(kernels_for(a.matmul(b3), kAvx2), (Names{"r_2_504_512_512"}));
+}
+
+TEST(MatmulTiles, RowsArePaddedToTilesWithEnoughSums) {
+  // 512 rows make tiles of at most 4 rows on AVX2 (8 sums, as many as two FMA units hold in flight):
+  // padded to 516, 86 tiles of 6 (12 sums); AVX-512's 8-row tiles keep 16 sums as they are. 1000 rows
+  // tile by 5 (10 sums). Smaller matmuls would lose more to the copies.
+  Tensor a = Tensor::randn({512, 512}).realize(), b = Tensor::randn({512, 512}).realize();
+  EXPECT_EQ(kernels_for(a.matmul(b), kAvx2), (Names{"E_516_512", "E_32_512_16", "r_516_512_512", "E_512_512"}));
+  EXPECT_EQ(kernels_for(a.matmul(b), kAvx512), (Names{"r_512_512_512"}));
+  Tensor a1000 = Tensor::randn({1000, 512}).realize();
+  EXPECT_EQ(kernels_for(a1000.matmul(b), kAvx2), (Names{"E_32_512_16", "r_1000_512_512"}));
+  Tensor small = Tensor::randn({256, 256}).realize();
+  EXPECT_EQ(kernels_for(small.matmul(small), kAvx2), (Names{"r_256_256_256"}));
+  // on this machine's own target, the padded product is the product
+  const kt::Tol tol{1e-4, 1e-5 * 512};
+  ref::NdArray x = ref::random({512, 512}, 6), y = ref::random({512, 512}, 7);
+  EXPECT_TRUE(kt::matches(on("CPU", x).matmul(on("CPU", y)), ref::matmul(x, y), tol));
 }
 
 TEST(MatmulTiles, DebugNamesWhatWasDone) {

@@ -287,7 +287,7 @@ TEST_P(ConvTest, GradientsMatchFiniteDifferences) {
 INSTANTIATE_TEST_SUITE_P(Conv, ConvTest, ::testing::ValuesIn(kConvCases), conv_name);
 
 // Whether this machine's CPU has AVX-512's 32 vector registers: deep convs run in the NCHW layout
-// then, and as a matmul over channels-last copies with 16 (pooling.cpp).
+// then, and as a matmul over channels-last copies with 16 (schedule/conv_layout.cpp).
 bool wide_vector_registers() { return kiln::runtime::get_device("CPU").vector_registers() >= 32; }
 // A 32-channel 5x5 conv sums 800 float32 products of size ~0.3: rounding in any order stays
 // within ~1e-5 of float64; a few outputs near zero need the absolute part.

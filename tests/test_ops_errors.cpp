@@ -320,8 +320,9 @@ TEST(Errors, TooManyElementsForInt32Indexing) {
   EXPECT_KILN_ERROR(Tensor::arange(0, 1e12), "1e+12", "at most");
   // a broadcast intermediate larger than that is fine: it is never materialized
   Tensor a = Tensor::ones({2048, 1024}), b = Tensor::ones({1024, 2048});  // 2^32 products
-  // the matmul, and on the CPU perhaps a copy of b in column panels (schedule/matmul_tiles.cpp)
-  EXPECT_LE(a.matmul(b).schedule().size(), 2u);
+  // the matmul, and on the CPU perhaps copies for its register tiles (schedule/matmul_tiles.cpp): b in
+  // column panels, a padded to whole tiles and the result cut back
+  EXPECT_LE(a.matmul(b).schedule().size(), 4u);
 }
 
 // The kinds Python maps to IndexError, ValueError, TypeError (tinygrad's and mostly PyTorch's choices).

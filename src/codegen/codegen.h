@@ -2,12 +2,14 @@
 // Codegen: a kernel AST from the scheduler → optimized, lowered, linearized → source text.
 // Every step is a graph rewrite or a walk over UOps; nothing here runs a kernel.
 #include <array>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "codegen/opt.h"
+#include "kiln/ir/pattern_matcher.h"
 #include "kiln/ir/uop.h"
 #include "renderer/renderer.h"
 
@@ -42,19 +44,29 @@ struct Target {
   int64_t l2_cache_bytes = 0;  // one core's L2 (0: unknown): what stays near a core across a loop
 };
 
+// The most rows a matmul's register tile takes on a CPU with `vector_registers` SIMD registers: two
+// vectors of columns per row within the accumulator budget (heuristics/). The scheduler pads a
+// matmul's rows to a multiple of it where no divisor gives the tile enough rows (matmul_tiles.cpp).
+int64_t matmul_tile_rows(int vector_registers);
+
+// Rules: each float sum or maximum over an UNROLL range accumulated in vectors along it
+// (vectorize.cpp), with the context they read: vectors of up to `vector_bytes`.
+const PatternMatcher& pm_vectorize_unrolls();
+std::unique_ptr<RewriteCtx> unroll_ctx(const UOpRef& sink, int vector_bytes);
 // UPCAST ranges → copies of the statements that use them, one per value of the range; the
 // innermost one along which the stores are contiguous becomes SIMD vectors of up to
-// `vector_bytes` (vectorize.cpp) when vector_bytes > 0.
-UOpRef expand_upcasts(const UOpRef& sink, int vector_bytes);
+// `vector_bytes` (vectorize.cpp) when vector_bytes > 0. `unrolled`: the kernel's reductions were
+// vectorized along UNROLL ranges (by pm_vectorize_unrolls).
+UOpRef expand_upcasts(const UOpRef& sink, int vector_bytes, bool unrolled);
 // `statement` with `axis` (an UPCAST range) as vectors of at most `max_lanes` lanes.
 UOpRef vectorize_axis(const UOpRef& statement, const UOp* axis, int64_t max_lanes);
-// Every float sum over `axis` (an UNROLL range) in `sink` accumulated in vectors along it.
-UOpRef vectorize_reduce(const UOpRef& sink, const UOp* axis, int64_t max_lanes);
 // d(e)/d(axis) when the index expression e is linear in axis (1: neighbours in memory), else nullopt.
 std::optional<int64_t> linear_coefficient(const UOp* e, const UOp* axis);
-// Reductions over a GROUP_REDUCE range → each work-item's partial into local memory, a barrier,
-// and a reduction of the partials (run by every work-item, which all get the same result).
-UOpRef lower_group_reduces(const UOpRef& sink);
+// Rules: reductions over a GROUP_REDUCE range → each work-item's partial into local memory, a
+// barrier, and a reduction of the partials (run by every work-item, which all get the same
+// result); with their context, the barriers the kernel's reductions share (group_reduce.cpp).
+const PatternMatcher& pm_group_reduces();
+std::unique_ptr<RewriteCtx> group_reduce_ctx(const UOpRef& sink);
 // Long float sums accumulated in blocks of loop iterations, each block's total added to the sum's
 // (block_sums.cpp): the rounding error grows with the block count and size, not the term count.
 UOpRef block_long_sums(const UOpRef& sink);

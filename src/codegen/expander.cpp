@@ -55,29 +55,17 @@ void flatten_groups(const UOpRef& s, std::vector<UOpRef>& out) {
 
 }  // namespace
 
-UOpRef expand_upcasts(const UOpRef& sink_in, int vector_bytes) {
-  UOpRef sink = sink_in;
-  // An UNROLL range is a reduced loop whose sums accumulate in vectors: its reductions' vector
-  // axis (a kernel of several reductions, as a fused softmax, may have one for each).
-  std::vector<const UOp*> unrolls;
-  int reduce_itemsize = 4;
-  for (const UOp* u : sink->toposort()) {
-    if (u->op == Ops::RANGE && u->arg_as<RangeArg>().type == AxisType::UNROLL) unrolls.push_back(u);
-    if (u->op == Ops::REDUCE) reduce_itemsize = std::max(reduce_itemsize, u->dtype.itemsize());
-  }
-  const bool unroll = !unrolls.empty();
-  for (const UOp* axis : unrolls) sink = vectorize_reduce(sink, axis, std::max(1, vector_bytes / reduce_itemsize));
-  if (unroll) sink = simplify(sink, "simplify unrolled");
+UOpRef expand_upcasts(const UOpRef& sink, int vector_bytes, bool unrolled) {
   std::vector<const UOp*> upcasts;
   for (const UOp* u : sink->toposort())
     if (u->op == Ops::RANGE && u->arg_as<RangeArg>().type == AxisType::UPCAST) upcasts.push_back(u);
   if (upcasts.empty()) return sink;
   std::sort(upcasts.begin(), upcasts.end(),
             [](const UOp* a, const UOp* b) { return a->arg_as<RangeArg>().id < b->arg_as<RangeArg>().id; });
-  // With reductions vectorized along their UNROLLs, only an UPCAST no reduction varies with can be
-  // vectors too (a fused softmax's stores along its row).
+  // With reductions vectorized along their UNROLLs (pm_vectorize_unrolls), only an UPCAST no
+  // reduction varies with can be vectors too (a fused softmax's stores along its row).
   std::vector<const UOp*> vectorizable = upcasts;
-  if (unroll) {
+  if (unrolled) {
     const auto under = ranges_under_reductions(sink);
     std::erase_if(vectorizable, [&](const UOp* r) { return under.count(r) > 0; });
   }
@@ -107,7 +95,7 @@ UOpRef expand_upcasts(const UOpRef& sink_in, int vector_bytes) {
         if (std::find(upcasts.begin(), upcasts.end(), s->src[i].get()) == upcasts.end()) end_src.push_back(s->src[i]);
     statements.push_back(end_src.size() > 1 ? UOp::make(Ops::END, dtypes::void_, std::move(end_src)) : grouped);
   }
-  return simplify(UOp::sink(std::move(statements)), "simplify expanded");
+  return UOp::sink(std::move(statements));
 }
 
 }  // namespace kiln::codegen

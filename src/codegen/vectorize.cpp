@@ -22,6 +22,7 @@
 //                                                vector sources' lane (GEP)
 // and a STORE to a contiguous address stores the vector.
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -195,24 +196,47 @@ std::vector<std::pair<int64_t, int64_t>> chunks_of(int64_t n, int64_t max_lanes)
   return out;
 }
 
+// The lanes of the reductions' vector accumulators, by the kernel's widest reduction.
+struct UnrollCtx : RewriteCtx {
+  int64_t max_lanes;
+  explicit UnrollCtx(int64_t lanes) : max_lanes(lanes) {}
+};
+
+// A REDUCE over an UNROLL range → each chunk's lanes reduced in a vector accumulator, the chunks'
+// totals combined.
+UOpRef vectorize_unrolled(const UOpRef& reduce, int64_t max_lanes) {
+  auto is_unroll = [](const UOpRef& r) { return r->op == Ops::RANGE && axis_type(r.get()) == AxisType::UNROLL; };
+  auto it = std::find_if(reduce->src.begin() + 1, reduce->src.end(), is_unroll);
+  if (it == reduce->src.end()) return {};
+  const UOp* axis = it->get();
+  if (!vector_reduce(reduce.get()))
+    throw_error("vectorize unrolls: only float sums and maxima vectorize along a reduced axis, got ",
+                op_name(reduce->arg_as<ReduceArg>().op), " of ", reduce->dtype.name());
+  const Ops op = reduce->arg_as<ReduceArg>().op;
+  UOpRef total;
+  for (auto [offset, width] : chunks_of(static_cast<int64_t>(axis->src[0]->const_value()), max_lanes)) {
+    UOpRef part = Vectorizer(axis, offset, width).reduce_lanes(reduce);
+    total = total ? combine(op, total, part) : part;
+  }
+  return total;
+}
+
 }  // namespace
 
-UOpRef vectorize_reduce(const UOpRef& sink, const UOp* axis, int64_t max_lanes) {
-  const int64_t n = static_cast<int64_t>(axis->src[0]->const_value());
-  std::unordered_map<const UOp*, UOpRef> replace;
-  for (const UOp* u : sink->toposort()) {
-    if (!reduces_over(u, axis)) continue;
-    if (!vector_reduce(u))
-      throw_error("vectorize_reduce: only float sums and maxima vectorize along a reduced axis, got ",
-                  op_name(u->arg_as<ReduceArg>().op), " of ", u->dtype.name());
-    UOpRef total;
-    for (auto [offset, width] : chunks_of(n, max_lanes)) {
-      UOpRef part = Vectorizer(axis, offset, width).reduce_lanes(u->ref());
-      total = total ? combine(u->arg_as<ReduceArg>().op, total, part) : part;
-    }
-    replace[u] = total;
-  }
-  return substitute(sink, replace);
+const PatternMatcher& pm_vectorize_unrolls() {
+  static const PatternMatcher pm{{
+      make_rule(UPat(Ops::REDUCE).named("red"), [](RewriteCtx* ctx, const Match& m) {
+        return vectorize_unrolled(m["red"], ctx->as<UnrollCtx>().max_lanes);
+      }),
+  }};
+  return pm;
+}
+
+std::unique_ptr<RewriteCtx> unroll_ctx(const UOpRef& sink, int vector_bytes) {
+  int reduce_itemsize = 4;
+  for (const UOp* u : sink->toposort())
+    if (u->op == Ops::REDUCE) reduce_itemsize = std::max(reduce_itemsize, u->dtype.itemsize());
+  return std::make_unique<UnrollCtx>(std::max(1, vector_bytes / reduce_itemsize));
 }
 
 UOpRef vectorize_axis(const UOpRef& statement, const UOp* axis, int64_t max_lanes) {

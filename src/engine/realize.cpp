@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <unordered_map>
 
+#include "codegen/codegen.h"
 #include "engine/buffers.h"
 #include "kiln/counters.h"
 #include "kiln/device.h"
@@ -141,7 +142,10 @@ schedule::Schedule schedule(const std::vector<UOpRef>& roots) {
       const runtime::Device& device = runtime::get_device(name);
       return schedule::Target{.loops_in_order = device.max_local_size() == 0,
                               .vector_bytes = device.vector_bytes(),
-                              .vector_registers = device.vector_registers()};
+                              .vector_registers = device.vector_registers(),
+                              .matmul_tile_rows = device.vector_bytes() > 0
+                                                      ? static_cast<int>(codegen::matmul_tile_rows(device.vector_registers()))
+                                                      : 0};
     });
   }();
   engine_stats().schedules++;

@@ -232,12 +232,13 @@ Schedule build_schedule(const std::vector<UOpRef>& roots, const std::string& dev
                         const TargetOf& target_of) {
   Schedule out;
   if (env::get_int("SPEC", 0) > 0) spec::verify_tensor_graph(UOp::sink(roots));
-  // The graph as it will run: without DETACH, matmuls in their device's tiles (matmul_tiles.cpp),
-  // large reductions split in two (split_reduce.cpp).
+  // The graph as it will run: without DETACH, convolutions in their device's layout (conv_layout.cpp),
+  // matmuls in their device's tiles (matmul_tiles.cpp), large reductions split in two (split_reduce.cpp).
   // `run_of` is each caller's node's version in it: tensors hold the caller's nodes, DETACHes and all.
   const UOpRef sink = UOp::sink(roots);
   std::unordered_map<const UOp*, UOpRef> run_of = graph_rewrite_map(sink, drop_detach(), {.name = "drop detach"});
-  UOpRef tiled = tile_matmuls(run_of.at(sink.get()), target_of, device_of_constants, run_of);
+  UOpRef laid_out = lay_out_convs(run_of.at(sink.get()), target_of, device_of_constants, run_of);
+  UOpRef tiled = tile_matmuls(laid_out, target_of, device_of_constants, run_of);
   UOpRef split = split_reduces(tiled, run_of);
   std::vector<UOpRef> run_roots(split->src.begin(), split->src.end());
   std::unordered_map<const UOp*, UOpRef> run_becomes;  // what each realized node of the run graph becomes
@@ -286,6 +287,17 @@ Schedule build_schedule(const std::vector<UOpRef>& roots, const std::string& dev
       out.becomes[node] = it->second;
       out.keep_alive.push_back(node->ref());
     }
+  return out;
+}
+
+UOpRef follow_rewrite(const UOpRef& sink, const std::unordered_map<const UOp*, UOpRef>& rewritten, bool replaced,
+                      std::unordered_map<const UOp*, UOpRef>& versions) {
+  const UOpRef& out = rewritten.at(sink.get());
+  for (auto& [node, version] : versions) version = rewritten.at(version.get());
+  if (!replaced) return out;
+  std::unordered_set<const UOp*> in_graph;
+  for (const UOp* u : out->toposort()) in_graph.insert(u);
+  std::erase_if(versions, [&](const auto& entry) { return !in_graph.count(entry.second.get()); });
   return out;
 }
 

@@ -9,6 +9,10 @@
 //   narrow-vector tiles, a fraction of the vector units' speed. Above kPadMinWork, such an operand is
 //   copied zero-padded to whole tiles and the result, stored whole, is cut back: the copies cost
 //   O(n^2) of the O(n^3), the padding a few percent more multiplies.
+// - Tile rows: a tile of r rows keeps 2r independent sums. Two FMA units with a 4-cycle latency hold
+//   8 in flight: with no more than that, any load's delay stalls them. Where no divisor of the rows
+//   up to the target's most (AVX2: 6) gives more (2048 rows on AVX2: tiles of 4), large matmuls pad
+//   the rows to a multiple of the most too.
 // - Panel copy: a tile reads two vectors of the right operand's columns per step along k. In a
 //   row-major (k, m) matrix those steps are a row apart, so every step loads new lines that the L1
 //   cache maps to the same few sets. A copy of the matrix in panels of the tile's columns, each panel
@@ -31,6 +35,7 @@ namespace kiln::schedule {
 namespace {
 
 constexpr int64_t kTileRows = 8, kTileColumns = 16, kPadMinWork = 128 * 128 * 128;
+constexpr int64_t kFmaPipelineSums = 8, kPadRowsMinWork = 512 * 512 * 512;
 
 int64_t round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
@@ -38,6 +43,13 @@ int64_t round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / mult
 int64_t panel_columns(const Target& target, DType dtype) {
   return 2 * target.vector_bytes / std::max(1, dtype.itemsize());
 }
+// The rows codegen's register tile takes of n: the largest divisor of n up to `most`.
+int64_t tile_rows_of(int64_t n, int64_t most) {
+  for (int64_t r = std::min(most, n); r > 1; r--)
+    if (n % r == 0) return r;
+  return 1;
+}
+
 // The right operand's size (k * m) from which its panel copy pays.
 int64_t panel_min_elements(const Target& target) { return target.vector_registers >= 32 ? 2048 * 2048 : 512 * 512; }
 
@@ -153,7 +165,11 @@ UOpRef tile_matmul(TileCtx& ctx, const UOpRef& out, const UOpRef& sum) {
   int64_t n_tiled = n, m_tiled = m;
   std::vector<std::string> notes;  // what was done, for DEBUG=3
   if (target.vector_bytes > 0 && n * m * k >= kPadMinWork) {
-    if (n >= kTileRows && n % kTileRows != 0) n_tiled = round_up(n, kTileRows), a = padded_copy(a, 2, n_tiled);
+    if (n >= kTileRows && n % kTileRows != 0) n_tiled = round_up(n, kTileRows);
+    const int64_t most = target.matmul_tile_rows;
+    if (n * m * k >= kPadRowsMinWork && most > 0 && 2 * tile_rows_of(n_tiled, most) <= kFmaPipelineSums)
+      n_tiled = round_up(n, most);
+    if (n_tiled != n) a = padded_copy(a, 2, n_tiled);
     if (m >= kTileColumns && m % kTileColumns != 0) m_tiled = round_up(m, kTileColumns), b = padded_copy(b, 1, m_tiled);
     if (n_tiled != n || m_tiled != m)
       notes.push_back("tile padding to " + std::to_string(n_tiled) + "x" + std::to_string(m_tiled));
@@ -206,14 +222,8 @@ UOpRef tile_matmuls(const UOpRef& sink, const TargetOf& target_of, const std::st
   ctx.device_of_constants = &device_of_constants;
   const std::unordered_map<const UOp*, UOpRef> tiled =
       graph_rewrite_map(sink, tile_rules(), {&ctx, false, "matmul tiles"});
-  const UOpRef& out = tiled.at(sink.get());
-  for (auto& [node, version] : versions) version = tiled.at(version.get());
-  if (ctx.tiled.empty()) return out;
-  // the nodes inside a rewritten matmul (its product, its sum) left the graph: they have no version
-  std::unordered_set<const UOp*> in_graph;
-  for (const UOp* u : out->toposort()) in_graph.insert(u);
-  std::erase_if(versions, [&](const auto& entry) { return !in_graph.count(entry.second.get()); });
-  return out;
+  // the nodes inside a rewritten matmul (its product, its sum) leave the graph: they have no version
+  return follow_rewrite(sink, tiled, !ctx.tiled.empty(), versions);
 }
 
 }  // namespace kiln::schedule

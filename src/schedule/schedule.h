@@ -41,6 +41,7 @@ struct Target {
   bool loops_in_order = true;
   int vector_bytes = 0;       // widest SIMD register; 0: none (GPUs), kernels are scalar per work-item
   int vector_registers = 16;  // how many registers of vector_bytes (codegen sizes register tiles to them)
+  int matmul_tile_rows = 0;   // the most rows codegen's register tile gives a matmul (0: no register tiles)
 };
 // The engine answers from the runtime's devices; the answer for a device name never changes.
 using TargetOf = std::function<Target(const std::string& device)>;
@@ -50,6 +51,21 @@ using TargetOf = std::function<Target(const std::string& device)>;
 // `versions` maps nodes to nodes under `sink`: those become their rewritten versions too.
 UOpRef tile_matmuls(const UOpRef& sink, const TargetOf& target_of, const std::string& device_of_constants,
                     std::unordered_map<const UOp*, UOpRef>& versions);
+
+// Convolution output rows narrower than this fill no SIMD vector in the NCHW layout: the tensor layer
+// runs such convs over channels-last copies on every device (tensor/pooling.cpp).
+constexpr int64_t kConvMinRowForChannelsFirst = 16;
+// Rewrites each channels-last convolution (conv_layout.cpp) whose output rows would fill vectors in
+// the NCHW layout back into that layout where its device's Target prefers it (no SIMD vectors, or 32
+// vector registers). `versions` maps nodes to nodes under `sink`: those become their rewritten versions too.
+UOpRef lay_out_convs(const UOpRef& sink, const TargetOf& target_of, const std::string& device_of_constants,
+                     std::unordered_map<const UOp*, UOpRef>& versions);
+
+// The end of a rewrite pass over `sink` whose graph_rewrite_map answer is `rewritten`: moves `versions`
+// to their rewritten nodes and returns the rewritten sink. When the pass `replaced` nodes, versions
+// that left the graph with them (nodes inside what was replaced) are dropped.
+UOpRef follow_rewrite(const UOpRef& sink, const std::unordered_map<const UOp*, UOpRef>& rewritten, bool replaced,
+                      std::unordered_map<const UOp*, UOpRef>& versions);
 
 // Schedules everything needed to realize `roots` (tensor-graph nodes), reusing the schedule of an
 // earlier graph of the same structure over other input buffers (schedule_cache.cpp; SCHEDULE_CACHE=0

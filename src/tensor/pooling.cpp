@@ -7,8 +7,8 @@
 #include <optional>
 #include <unordered_set>
 
-#include "kiln/device.h"
 #include "kiln/error.h"
+#include "schedule/schedule.h"
 #include "tensor/custom_gradient.h"
 #include "tensor/gradient.h"
 #include "tensor/tensor_impl.h"
@@ -241,16 +241,6 @@ Tensor conv_windows(const Tensor& xp, const Tensor& w, const Shape& stride, cons
   return (x * w.reshape(ws)).sum(axes).reshape(out);
 }
 
-// Output rows narrower than this fill no AVX-512 vector: such convs vectorize along the output
-// channels instead (conv_channels_last), as the MNIST CNN's 3x3 convs on 8- and 10-wide rows do.
-constexpr int64_t kMinRowForChannelsFirst = 16;
-// In the NCHW layout a conv's register tile is output channels x row chunks (x 2 rows), with one
-// broadcast weight per channel: with AVX-512's 32 registers that tile is wide enough (the MNIST
-// CNN's 5x5 convs). With 16 registers (AVX2) it shrinks to 8 channels x 8 pixels, a broadcast per
-// multiply, or to 4-lane halves for a 20-pixel row: the channels-last matmul form (6 pixels x 16
-// channels, a broadcast per two multiplies) does more arithmetic per load there.
-constexpr int kMinVectorRegistersForChannelsFirst = 32;
-
 // An ungrouped convolution of an already padded input as a matmul over channels-last copies:
 // out[n, o..., co] = sum over (k..., ci) of x[n, o*s + k*d..., ci] * w[k..., ci, co]. The weight's
 // loads and the store move along co (the vector axis), the input's along nothing the tile varies
@@ -281,16 +271,18 @@ Tensor conv_channels_last(const Tensor& xp, const Tensor& w, const Shape& stride
   return (windows.permute(order).reshape(xs) * wc.reshape(ws)).sum(axes).reshape(out).contiguous().permute(channels_first(nk));
 }
 
-// Whether conv_core(xp, w) runs as a matmul over channels-last copies (else in the NCHW layout).
+// Whether conv_core(xp, w) runs as a matmul over channels-last copies (else in the NCHW layout), the
+// same on every device. Output rows narrower than kConvMinRowForChannelsFirst fill no vector in the
+// NCHW layout: such convs vectorize along the output channels instead, as the MNIST CNN's 3x3 convs
+// on 8- and 10-wide rows do. Wider rows with 16 or more input channels too: there the layout that
+// pays depends on the device's registers, and the scheduler turns the conv back into the NCHW form
+// where that one does (schedule/conv_layout.cpp).
 bool runs_channels_last(const Tensor& xp, const Tensor& w, const Shape& stride, const Shape& dilation, int64_t groups) {
   const size_t nk = static_cast<size_t>(w.ndim() - 2);
   const int64_t last_row = (xp.shape().back() - dilation[nk - 1] * (w.shape().back() - 1) - 1) / stride[nk - 1] + 1;
-  // devices without SIMD vectors (GPUs) take NCHW's one output per work-item as it is
-  const runtime::Device& dev = runtime::get_device(xp.device());
-  const bool wide_registers = dev.vector_bytes() == 0 || dev.vector_registers() >= kMinVectorRegistersForChannelsFirst;
   const bool deep = w.shape()[1] >= kMinChannelsForChannelsLast;  // a first layer's 1-3 channels fill no vector
   return groups == 1 && w.shape()[0] >= kMinChannelsForChannelsLast &&
-         (last_row < kMinRowForChannelsFirst || (!wide_registers && deep));
+         (last_row < schedule::kConvMinRowForChannelsFirst || deep);
 }
 
 // How conv_core computes a convolution of an already padded input.

@@ -92,7 +92,7 @@ int64_t chunk_count(int64_t n, int64_t lanes) {
 }
 
 // Three quarters of the vector registers (the loads need the rest). AVX-512 has 32 (24
-// accumulators: an 8x32 matmul tile), AVX2 and SSE 16 (12: a 4x16 tile; an 8x16 tile spills).
+// accumulators: up to a 12x32 matmul tile), AVX2 and SSE 16 (12: a 6x16 tile; an 8x16 tile spills).
 int64_t max_vector_accumulators(const Target& target) { return target.vector_registers * 3 / 4; }
 // Each accumulator's update computing an inline exp (c_math.cpp) keeps ~5 live vectors, beside
 // ~14 constants: one accumulator per 8 registers, so that a softmax's exp-and-sum does not spill
@@ -156,3 +156,11 @@ bool broadcasts_a_reduction(const UOpRef& ast) {
 }
 
 }  // namespace kiln::codegen::heuristics
+
+namespace kiln::codegen {
+
+int64_t matmul_tile_rows(int vector_registers) {
+  return heuristics::max_vector_accumulators(Target{.renderer = nullptr, .vector_registers = vector_registers}) / 2;
+}
+
+}  // namespace kiln::codegen
