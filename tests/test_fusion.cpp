@@ -15,7 +15,9 @@
 #include "kiln/nn/optim.h"
 #include "kiln/schedule_item.h"
 #include "kiln/tensor.h"
+#include "engine/realize.h"
 #include "reference.h"
+#include "schedule/schedule.h"
 
 namespace {
 
@@ -194,6 +196,35 @@ TEST(Fusion, SoftmaxOverRowsIsOneKernelOnTheCpu) {
   EXPECT_TRUE(kt::matches(ls, ref::log_softmax(a.ref, 1)));
   Tensor cols = a.t.log_softmax(0);
   EXPECT_LE(cols.schedule().size(), 3u) << describe(cols.schedule());
+}
+
+// The gradient of a matmul's output z (stored, as training stores activations) through a long
+// elementwise expression of z (four GELUs) is broadcast along k for both input gradients (dx sums it
+// over the columns, dW over the rows). Read two ways, it is stored as it is, not as its broadcast:
+// that buffer would hold k copies of every element, each written and read back.
+TEST(Fusion, AGradientReadByTwoMatmulsIsStoredBeforeItsBroadcast) {
+  const int64_t N = 32, K = 16, M = 64;
+  Input x = input({N, K}, 31), w = input({M, K}, 32), r = input({N, M}, 33);
+  x.t.requires_grad_();
+  w.t.requires_grad_();
+  Tensor y = x.t.matmul(w.t.transpose()).contiguous();
+  for (int i = 0; i < 4; i++) y = y.gelu("tanh");
+  std::vector<Tensor> g = (y * r.t).sum().gradient({x.t, w.t});
+  auto items = kiln::schedule::schedule_items(kiln::engine::schedule({g[0].uop(), g[1].uop()}).linear);
+  for (const kiln::ScheduleItem& it : items)
+    EXPECT_LE(it.buffers[0]->arg_as<kiln::BufferArg>().size, N * M) << it.name << " stores a broadcast\n"
+                                                                      << describe(items);
+  // float64 reference: z = x W^T, dz = r times gelu' at each GELU's input, dx = dz W, dW = dz^T x, where
+  // with t = tanh(c (z + 0.044715 z^3)), gelu(z) = z (1 + t) / 2, gelu'(z) = (1 + t) / 2 + z (1 - t^2) c (1 + 3 0.044715 z^2) / 2
+  const double c = std::sqrt(2 / M_PI);
+  auto t = [c](double z) { return std::tanh(c * (z + 0.044715 * z * z * z)); };
+  auto slope = [c, t](double z) { return (1 + t(z)) / 2 + z * (1 - t(z) * t(z)) * c * (1 + 3 * 0.044715 * z * z) / 2; };
+  NdArray dz = ref::zip(ref::matmul(x.ref, ref::transpose(w.ref)), r.ref, [&](double z, double dy) {
+    for (int i = 0; i < 4; i++) dy *= slope(z), z = z * (1 + t(z)) / 2;
+    return dy;
+  });
+  EXPECT_TRUE(kt::matches(g[0], ref::matmul(dz, w.ref)));
+  EXPECT_TRUE(kt::matches(g[1], ref::matmul(ref::transpose(dz), x.ref)));
 }
 
 TEST(Fusion, CreationFromHostValuesSchedulesNothing) {

@@ -47,6 +47,11 @@ size_t distinct_indices(const std::vector<Access>& reads) {
   return seen.size();
 }
 
+// A movement op whose result has more elements than its source (an EXPAND, a PAD).
+bool enlarges(const UOp* u) {
+  return group::Movement.has(u->op) && prod(u->shape_or_throw()) > prod(u->src[0]->shape_or_throw());
+}
+
 bool expands_an_axis(const UOp* u) {
   if (u->op != Ops::EXPAND) return false;
   const Shape &in = *u->src[0]->shape(), &out = *u->shape();
@@ -175,10 +180,16 @@ class Rangeify {
       const UOp* base = base_of(u);
       const bool read_in_place = base != u && (base->op == Ops::BUFFER || base->op == Ops::CONST || realized_.count(base));
       const size_t ways = read_in_place ? 1 : distinct_indices(reads);
-      if (!realized_.count(u) && ((reads.size() > 1 && has_reduce_[u]) ||
-                                  (ways > 1 && (op_count_[u] > kMaxRecomputeOps || ways > kMaxRecomputeReads))))
+      // a view larger than its source (a broadcast) passes its reads on, to store the source if they
+      // must: stored itself it would hold copies of each element (a matmul's output gradient broadcast
+      // along k, read by both input gradients, would take k times its size)
+      const bool may_store = !enlarges(u);
+      if (may_store && !realized_.count(u) &&
+          ((reads.size() > 1 && has_reduce_[u]) ||
+           (ways > 1 && (op_count_[u] > kMaxRecomputeOps || ways > kMaxRecomputeReads))))
         realized_.insert(u);
-      if (!realized_.count(u) && alu_count_[u] >= kMinOpsToStoreReused && recompute_factor(u) >= kMaxRecomputeFactor)
+      if (may_store && !realized_.count(u) && alu_count_[u] >= kMinOpsToStoreReused &&
+          recompute_factor(u) >= kMaxRecomputeFactor)
         realized_.insert(u);
       if (!realized_.count(u) && broadcast_.count(u) && !runs_once_per_value(u)) rejected_.insert(u);
       std::vector<Access> outs;
