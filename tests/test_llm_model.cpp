@@ -15,6 +15,7 @@
 #include "llm_reference.h"
 #include "temp_dir.h"
 #include "engine/kernel_cache.h"
+#include "kiln/counters.h"
 #include "kiln/llm.h"
 #include "kiln/nn/state.h"
 #include "llm/config.h"
@@ -114,6 +115,42 @@ TEST_F(LlmModel, DecodeStepsCompileOnceAndReplay) {
   const int64_t after_prompt = engine::engine_stats().kernels_generated;
   m.forward(Tensor::from_vector(std::vector<int32_t>{4, 5, 6}, {1, 3}), 0).realize();
   EXPECT_EQ(engine::engine_stats().kernels_generated, after_prompt);
+}
+
+// The KV cache grows with the sequence (64, 128, then the context's 160 positions): decode steps
+// across every capacity, and a prompt spanning two, equal the reference.
+TEST_F(LlmModel, DecodeAcrossCacheCapacities) {
+  expect_matches_reference(Arch{.max_pos = 160}, 1, 150);
+  expect_matches_reference(Arch{.max_pos = 160}, 100, 140);
+}
+
+// A decode step early in a long context reads the cache's first positions, not all of them; after
+// reset() a second sequence replays the steps captured for each capacity.
+TEST_F(LlmModel, DecodeReadsOnlyTheCacheInUse) {
+  Arch a{.max_pos = 4096};
+  llm::Model m = llm::Model::from_safetensors(save(a, random_checkpoint(a)));
+  auto step = [&](int64_t pos) { m.forward(Tensor::from_vector(std::vector<int32_t>{3}, {1, 1}), pos).realize(); };
+  for (int64_t pos = 0; pos < 3; pos++) step(pos);  // run, capture, first replay
+  GlobalCounters::reset();
+  step(3);
+  const int64_t cache_bytes = 2 * a.layers * a.kv_heads * a.max_pos * a.head_dim * 4;
+  EXPECT_LT(GlobalCounters::global_mem, cache_bytes / 8)
+      << "bytes one decode step touched; the whole cache: " << cache_bytes;
+  // Returns the graphs scheduled by the steps that do not grow the cache (growing copies it: one schedule).
+  auto sequence = [&] {
+    m.reset();
+    int64_t scheduled = 0;
+    for (int64_t pos = 0; pos < 140; pos++) {
+      const int64_t before = engine::engine_stats().schedules;
+      step(pos);
+      if (pos != 64 && pos != 128) scheduled += engine::engine_stats().schedules - before;
+    }
+    return scheduled;
+  };
+  sequence(), sequence();  // every capacity's step runs and is captured
+  const int64_t generated = engine::engine_stats().kernels_generated;
+  EXPECT_EQ(sequence(), 0) << "decode steps were scheduled instead of replayed";
+  EXPECT_EQ(engine::engine_stats().kernels_generated, generated) << "a decode step compiled new kernels";
 }
 
 TEST_F(LlmModel, GreedyGenerationFollowsReferenceArgmax) {

@@ -186,6 +186,40 @@ TEST(Creation, ArangeWithOnlyStop) {
   EXPECT_EQ(Tensor::arange(-2).shape(), (Shape{0}));
 }
 
+// A short range of whole numbers (a table of bit shifts) is index math in the kernel that reads it,
+// in every dtype: the kernel has no input buffer, and its values are start + i * step (a double loop).
+TEST(Creation, ShortArangeIsIndexMathInEveryDtype) {
+  struct Range {
+    double start, stop, step;
+  };
+  for (DType dtype : {dtypes::uint8, dtypes::int8, dtypes::int16, dtypes::uint16, dtypes::int32, dtypes::uint32,
+                      dtypes::int64, dtypes::uint64, dtypes::float16, dtypes::bfloat16, dtypes::float32,
+                      dtypes::float64}) {
+    // the nibble shifts; then 13 values from an offset, going down where the dtype has negatives
+    const Range ranges[] = {{0, 8, 4}, dtype.is_unsigned() ? Range{3, 64, 5} : Range{9, -7, -3}};
+    for (const Range& r : ranges) {
+      SCOPED_TRACE(std::string(dtype.name()) + " arange(" + std::to_string(r.start) + ", " + std::to_string(r.stop) +
+                   ", " + std::to_string(r.step) + ")");
+      const Tensor t = Tensor::arange(r.start, r.stop, r.step, dtype);
+      ASSERT_EQ(t.dtype(), dtype);
+      const std::vector<kiln::ScheduleItem> items = t.schedule();
+      ASSERT_EQ(items.size(), 1u);
+      EXPECT_EQ(items[0].buffers.size(), 1u) << items[0].str();  // the output alone
+      const std::vector<double> got = t.cast(dtypes::float64).to_vector<double>();
+      ASSERT_EQ(got.size(), static_cast<size_t>(std::ceil((r.stop - r.start) / r.step)));
+      for (size_t i = 0; i < got.size(); i++) EXPECT_EQ(got[i], r.start + static_cast<double>(i) * r.step) << i;
+    }
+  }
+  // longer ranges stay a buffer, converted on the host into the dtype (no float64 table cast per element)
+  const Tensor bytes = Tensor::arange(0, 250, 1, dtypes::uint8);
+  const std::vector<kiln::ScheduleItem> items = (bytes + Tensor::full({}, int64_t{1}, dtypes::uint8)).schedule();
+  ASSERT_EQ(items.size(), 1u);
+  ASSERT_EQ(items[0].buffers.size(), 2u);
+  EXPECT_EQ(items[0].buffers[1]->dtype.base(), dtypes::uint8) << items[0].str();
+  const std::vector<uint8_t> values = bytes.to_vector<uint8_t>();
+  for (size_t i = 0; i < values.size(); i++) EXPECT_EQ(values[i], i) << i;
+}
+
 TEST(Creation, Eye) {
   for (int64_t n : {1, 2, 7}) {
     SCOPED_TRACE("eye(" + std::to_string(n) + ")");

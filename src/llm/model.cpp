@@ -23,7 +23,7 @@ KVCache& Model::Impl::cache_for(int64_t batch, int64_t start_pos) {
   if (start_pos != 0)
     throw_error("llm::Model: a batch of ", batch, " sequences must start at position 0 (the cache holds ",
                 cache ? cache->batch() : 0, "), got start_pos ", start_pos);
-  decode_step.reset();  // it captured the old cache's buffers
+  decode_steps.clear();  // they captured the old cache's tensors
   cache.emplace(config, batch);
   return *cache;
 }
@@ -35,6 +35,7 @@ std::optional<Tensor> Model::Impl::run(const std::vector<int32_t>& tokens, int64
   std::vector<Tensor> pieces;
   for (int64_t begin = 0; begin < T; begin += kPrefillChunk) {
     const int64_t n = std::min(kPrefillChunk, T - begin), padded = static_cast<int64_t>(std::bit_ceil(uint64_t(n)));
+    kv.reserve(start_pos + begin + n);
     // Padding tokens sit after the real ones: causal attention keeps them out of the real rows, and
     // the cache entries they write lie past the sequence, masked until real tokens overwrite them.
     std::vector<int32_t> chunk(static_cast<size_t>(batch * padded), 0), pos(static_cast<size_t>(padded));
@@ -54,17 +55,20 @@ std::optional<Tensor> Model::Impl::run(const std::vector<int32_t>& tokens, int64
 
 Tensor Model::Impl::decode(const std::vector<int32_t>& tokens, int64_t pos) {
   const int64_t batch = static_cast<int64_t>(tokens.size());
-  cache_for(batch, pos);
-  if (!decode_step)
-    decode_step = std::make_unique<TinyJit<Step>>([this](Tensor tok, Tensor at) {
+  KVCache& kv = cache_for(batch, pos);
+  kv.reserve(pos + 1);
+  if (decode_steps.size() <= kv.level()) decode_steps.resize(kv.level() + 1);
+  std::unique_ptr<TinyJit<Step>>& step = decode_steps[kv.level()];
+  if (!step)
+    step = std::make_unique<TinyJit<Step>>([this](Tensor tok, Tensor at) {
       Tensor logits = output_head(weights, transformer_forward(config, weights, inv_freq, *cache, tok, at));
       std::vector<Tensor> outputs = cache->tensors();
       outputs.push_back(logits);
       Tensor::realize(outputs);  // the cache's new buffers are part of what the capture replays
       return logits;
     });
-  return (*decode_step)(Tensor::from_vector(tokens, {batch, 1}),
-                        Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(pos)}, {1}));
+  return (*step)(Tensor::from_vector(tokens, {batch, 1}),
+                 Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(pos)}, {1}));
 }
 
 void Model::Impl::check(const std::vector<int32_t>& ids, int64_t start_pos, int64_t T, const char* who) const {

@@ -19,7 +19,8 @@ struct Model::Impl {
   // power of two so that any prompt length reuses a few compiled shapes. Returns (B, T, vocab)
   // logits, or nothing with want_logits false (a prompt whose keys and values are all we need).
   std::optional<Tensor> run(const std::vector<int32_t>& tokens, int64_t batch, int64_t start_pos, bool want_logits);
-  // One token per sequence through the TinyJit-captured step: tokens (B), at position pos.
+  // One token per sequence through the TinyJit-captured step of the cache's capacity: tokens (B), at
+  // position pos.
   Tensor decode(const std::vector<int32_t>& tokens, int64_t pos);
   // Throws unless `ids` are in the vocabulary and T positions from start_pos fit the context.
   void check(const std::vector<int32_t>& ids, int64_t start_pos, int64_t T, const char* who) const;
@@ -33,7 +34,8 @@ struct Model::Impl {
   Tensor inv_freq;
   std::optional<KVCache> cache;
   using Step = std::function<Tensor(Tensor, Tensor)>;
-  std::unique_ptr<TinyJit<Step>> decode_step;  // captured for the cache's batch size
+  // per capacity level of the cache (kept across reset(), as the cache keeps its tensors), for its batch size
+  std::vector<std::unique_ptr<TinyJit<Step>>> decode_steps;
 };
 
 }  // namespace kiln::llm

@@ -18,13 +18,10 @@ Tensor apply_rope(const Tensor& x, const Tensor& cos, const Tensor& sin, RopeLay
   const int axis = is_half ? 3 : 4;
   Tensor xs = x.reshape(is_half ? Shape{B, H, T, 2, half} : Shape{B, H, T, half, 2});
   const Shape angle_shape = is_half ? Shape{T, 1, half} : Shape{T, half, 1};
-  Tensor c = cos.reshape(angle_shape), sn = sin.reshape(angle_shape);
-  Pairs first(5, {0, 0}), second;
-  for (int i = 0; i < 5; i++) first[i] = {0, xs.shape()[i]};
-  second = first;
-  first[axis] = {0, 1}, second[axis] = {1, 2};
-  Tensor x1 = xs.shrink(first), x2 = xs.shrink(second);
-  return Tensor::cat({x1 * c - x2 * sn, x2 * c + x1 * sn}, axis).reshape(s);
+  // x cos + (x2, x1) (-sin, sin): the partner is a flip of the pair axis, a view, so the rotation is
+  // one elementwise kernel rather than halves computed apart and concatenated.
+  Tensor sign = Tensor::arange(-1, 2, 2, dtypes::float32).reshape(is_half ? Shape{2, 1} : Shape{2});
+  return (xs * cos.reshape(angle_shape) + xs.flip({axis}) * (sin.reshape(angle_shape) * sign)).reshape(s);
 }
 
 }  // namespace kiln::llm

@@ -35,9 +35,9 @@ Tensor split_heads(const Tensor& x, int64_t heads, int64_t head_dim) {
   return x.reshape({x.shape()[0], x.shape()[1], heads, head_dim}).transpose(1, 2);
 }
 
-// allowed[t, s]: query t (at pos[t]) may see cache position s: causal, and within the sliding window.
-Tensor attention_mask(const Config& c, const Tensor& pos) {
-  const int64_t T = pos.shape()[0], S = c.max_context;
+// allowed[t, s]: query t (at pos[t]) may see cache position s < S: causal, and within the sliding window.
+Tensor attention_mask(const Config& c, const Tensor& pos, int64_t S) {
+  const int64_t T = pos.shape()[0];
   Tensor q = pos.reshape({T, 1}), s = Tensor::arange(0, static_cast<double>(S), 1, dtypes::int32).reshape({1, S});
   Tensor allowed = s.le(q.expand({T, S}));
   if (c.sliding_window > 0) allowed = allowed.bitwise_and((q - s).lt(static_cast<int32_t>(c.sliding_window)));
@@ -71,7 +71,7 @@ Tensor transformer_forward(const Config& c, const Weights& w, const Tensor& inv_
   const int64_t B = tokens.shape()[0], T = tokens.shape()[1];
   Tensor h = embed_rows(w, tokens.reshape({B * T})).reshape({B, T, c.dim});
   auto [cos, sin] = rope_angles(pos, inv_freq);
-  Tensor mask = attention_mask(c, pos);
+  Tensor mask = attention_mask(c, pos, cache.capacity());
   for (size_t i = 0; i < w.layers.size(); i++) {
     const LayerWeights& l = w.layers[i];
     // Normalized inputs are stored: two projections of the same shape reading one unstored input

@@ -56,10 +56,13 @@ std::pair<Tensor, Tensor> k_scales_mins(const Tensor& b) {
 }
 
 // Q4_K / Q5_K's 256 values from q, (blocks, 8, 32) unsigned per sub-block: d * scale * q - dmin * min.
+// The scales are broadcast over their sub-blocks as decoded, before the products: a kernel then decodes
+// them where it reads q (once per run of its unrolled loop) instead of storing d * scale first.
 Tensor k_quant_values(const Tensor& b, const Tensor& q) {
   auto [scales, mins] = k_scales_mins(b);
-  const Tensor d = fp16(b, 0).unsqueeze(-1), dmin = fp16(b, 2).unsqueeze(-1);
-  return ((d * scales) * f32(q) - dmin * mins).flatten(1);
+  const Shape& values = q.shape();
+  const Tensor d = fp16(b, 0).unsqueeze(-1).expand(values), dmin = fp16(b, 2).unsqueeze(-1).expand(values);
+  return ((d * scales.expand(values)) * f32(q) - dmin * mins.expand(values)).flatten(1);
 }
 
 // The 128 bytes of nibbles at `at`: each 32 bytes hold sub-block 2i (low nibbles) and 2i+1 (high): (blocks, 8, 32).

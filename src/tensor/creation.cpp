@@ -14,16 +14,41 @@ Tensor converted(const std::vector<double>& values, Shape shape) {
   return Tensor::from_vector(std::vector<T>(values.begin(), values.end()), std::move(shape));
 }
 
-// Host values into a tensor of `dtype`: the common dtypes are converted on the host (the data lands
-// in a buffer directly); the rest are cast on the device.
+// Host values into a tensor of `dtype`: converted on the host (the data lands in a buffer of `dtype`
+// directly) for every dtype C++ has; the 16- and 8-bit floats are cast on the device.
 Tensor from_doubles(const std::vector<double>& values, Shape shape, DType dtype) {
   switch (dtype.scalar) {
-    case ScalarType::Float32: return converted<float>(values, std::move(shape));
-    case ScalarType::Float64: return converted<double>(values, std::move(shape));
+    case ScalarType::Bool: return converted<bool>(values, std::move(shape));
+    case ScalarType::Int8: return converted<int8_t>(values, std::move(shape));
+    case ScalarType::Int16: return converted<int16_t>(values, std::move(shape));
     case ScalarType::Int32: return converted<int32_t>(values, std::move(shape));
     case ScalarType::Int64: return converted<int64_t>(values, std::move(shape));
+    case ScalarType::UInt8: return converted<uint8_t>(values, std::move(shape));
+    case ScalarType::UInt16: return converted<uint16_t>(values, std::move(shape));
+    case ScalarType::UInt32: return converted<uint32_t>(values, std::move(shape));
+    case ScalarType::UInt64: return converted<uint64_t>(values, std::move(shape));
+    case ScalarType::Float32: return converted<float>(values, std::move(shape));
+    case ScalarType::Float64: return converted<double>(values, std::move(shape));
     default: return converted<double>(values, std::move(shape)).cast(dtype);
   }
+}
+
+// Ranges of at most this many whole numbers are index math in the kernels that read them rather than a
+// buffer they load: a table of shifts or offsets folds to constants where a kernel unrolls its loop.
+constexpr int64_t kMaxIndexMathRange = 64;
+
+// 0, step, ..., (n-1) * step as int32 index math over constants: the sum over the bits b of i of
+// 2^b * step, each term a view of one constant (2^b zeros then 2^b copies, repeated), so no kernel
+// reads a buffer for it; a range of two is one such view.
+Tensor index_math_range(int64_t n, int64_t step) {
+  std::optional<Tensor> sum;
+  for (int64_t bit = 1; bit < n; bit *= 2) {
+    const int64_t period = 2 * bit, periods = (n + period - 1) / period;
+    const Tensor upper_half = Tensor::full({1, bit}, bit * step, dtypes::int32).pad({{0, 0}, {bit, 0}});
+    const Tensor term = upper_half.expand({periods, period}).reshape({periods * period}).shrink({{0, n}});
+    sum = sum ? *sum + term : term;
+  }
+  return sum ? *sum : Tensor::zeros({n}, dtypes::int32);
 }
 
 // A scalar CONST broadcast to `shape` (a view: nothing is stored).
@@ -75,6 +100,13 @@ Tensor Tensor::arange(double start, double stop, double step, std::optional<DTyp
   double count = std::ceil((stop - start) / step);
   if (!(count <= static_cast<double>(kMaxNumel))) throw_error("arange: ", count, " elements are too many (at most ", kMaxNumel, ")");
   int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
+  // whole numbers whose int32 arithmetic cannot overflow: exact in every dtype that holds them
+  const bool integral = std::trunc(start) == start && std::trunc(step) == step;
+  if (n > 0 && n <= kMaxIndexMathRange && integral && std::abs(start) + std::abs(step) * static_cast<double>(n) < 0x1p31) {
+    Tensor i = index_math_range(n, static_cast<int64_t>(step));
+    if (start != 0) i = i + Tensor::full({}, static_cast<int64_t>(start), dtypes::int32);
+    return *dtype == dtypes::int32 ? i : i.cast(*dtype);
+  }
   std::vector<double> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; i++) v[i] = start + static_cast<double>(i) * step;
   return from_doubles(v, {n}, *dtype);
