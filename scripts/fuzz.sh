@@ -16,8 +16,11 @@ fi
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang \
   -DKILN_BUILD_FUZZERS=ON -DKILN_BUILD_TESTS=OFF -DKILN_BUILD_EXAMPLES=OFF -DKILN_BUILD_BENCH=OFF \
   -DKILN_BUILD_PYTHON=OFF >/dev/null
-cmake --build "$build" --target fuzz_gguf fuzz_safetensors
-for parser in gguf safetensors; do
+parsers="gguf safetensors"
+# fuzz_onnx exists where the ONNX protobuf classes are found (libonnx-dev); it links the whole library.
+if cmake --build "$build" --target help | grep -q '^fuzz_onnx:'; then parsers="$parsers onnx"; fi
+cmake --build "$build" --target $(printf 'fuzz_%s ' $parsers)
+for parser in $parsers; do
   mkdir -p "$build/corpus/$parser"
   echo "== fuzz_$parser for ${seconds}s"
   (cd "$build" && "tests/fuzz/fuzz_$parser" -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1 \

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -173,5 +174,49 @@ TEST(OnnxBackend, ValueInfo) {
     for (size_t d = 0; d < model.inputs()[k].shape.size(); d++)
       EXPECT_EQ(model.inputs()[k].shape[d],
                 std::to_string(want.type().tensor_type().shape().dim(static_cast<int>(d)).dim_value()));
+  }
+}
+
+// A malformed initializer is an error at load naming what is wrong, never a crash, a huge allocation or
+// a read outside the model's folder (cases the ONNX fuzzer, tests/fuzz/fuzz_onnx.cpp, looks for).
+TEST(OnnxBackend, MalformedInitializersFailAtLoad) {
+  auto load_with = [](const std::function<void(::onnx::TensorProto&)>& edit) -> std::string {
+    ::onnx::ModelProto proto;
+    proto.set_ir_version(8);
+    proto.add_opset_import()->set_version(17);
+    auto* init = proto.mutable_graph()->add_initializer();
+    init->set_name("w");
+    init->set_data_type(::onnx::TensorProto::FLOAT);
+    edit(*init);
+    try {
+      kiln::onnx::Model::load_bytes(proto.SerializeAsString(), fs::temp_directory_path());
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "loaded";
+  };
+  auto external = [](std::string location, std::string offset) {
+    return [=](::onnx::TensorProto& t) {
+      t.add_dims(2);
+      t.set_data_location(::onnx::TensorProto::EXTERNAL);
+      auto* kv = t.add_external_data();
+      kv->set_key("location"), kv->set_value(location);
+      kv = t.add_external_data();
+      kv->set_key("offset"), kv->set_value(offset);
+    };
+  };
+  std::string negative = load_with([](auto& t) { t.add_dims(3), t.add_dims(-1); });
+  EXPECT_NE(negative.find("-1) is not a valid size"), std::string::npos) << negative;
+  // 2^62 * 4 elements of 4 bytes wrap around to 0 bytes, which an empty tensor would match
+  std::string overflow = load_with([](auto& t) { t.add_dims(int64_t{1} << 62), t.add_dims(4); });
+  EXPECT_NE(overflow.find("is not a valid size"), std::string::npos) << overflow;
+  for (const char* outside : {"../secret.bin", "/etc/passwd", "a/../../b"}) {
+    std::string msg = load_with(external(outside, "0"));
+    EXPECT_NE(msg.find("is not a relative path inside the model's folder"), std::string::npos) << msg;
+  }
+  for (const char* offset : {"abc", "-4", "12x"}) {
+    std::string msg = load_with(external("w.bin", offset));
+    EXPECT_NE(msg.find("external data offset '" + std::string(offset) + "' is not a byte count"), std::string::npos)
+        << msg;
   }
 }

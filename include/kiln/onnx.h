@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kiln/tensor.h"
@@ -22,6 +23,8 @@ class Model {
   // Parses the file (external data relative to its folder) and checks every node: an op or an
   // attribute value kiln does not support is an error naming the node, the op and the opset.
   static Model load(const std::string& path);
+  // The same for a model file's bytes held in memory; external data is read relative to `folder`.
+  static Model load_bytes(std::string_view bytes, const std::string& folder);
   const std::vector<ValueInfo>& inputs() const;
   const std::vector<ValueInfo>& outputs() const;
   // Runs the graph on the inputs given by name (initializers need not be given); the outputs come back realized.

@@ -1,9 +1,12 @@
 // kiln::onnx::Model: parse a ModelProto, check every node against the op table at load time, and
 // run the graph as one lazy kiln graph that is realized once, at the end.
 #include <algorithm>
+#include <climits>
 #include <fstream>
+#include <iterator>
 
 #include "kiln/onnx.h"
+#include "onnx/graph.h"
 #include "onnx/op.h"
 #include "onnx/tensor_proto.h"
 
@@ -14,6 +17,7 @@ struct Model::Impl {
   int opset = 1;  // of the default domain
   std::vector<ValueInfo> inputs, outputs;
   std::map<std::string, Tensor> initializers;
+  std::string folder;  // of the model file: external data is read relative to it
 };
 
 namespace {
@@ -26,19 +30,6 @@ ValueInfo value_info(const ::onnx::ValueInfoProto& v) {
   for (const auto& d : tt.shape().dim())
     info.shape.push_back(d.has_dim_value() ? std::to_string(d.dim_value()) : d.dim_param());
   return info;
-}
-
-bool default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
-
-// Each node is checked against the opset of its domain (errors name that version).
-void check_node(const ::onnx::NodeProto& node, const std::map<std::string, int>& opsets) {
-  std::string domain = default_domain(node.domain()) ? "" : node.domain();
-  auto it = opsets.find(domain);
-  NodeAttrs attrs(node, it == opsets.end() ? 0 : it->second);
-  if (!domain.empty()) attrs.fail("ops of domain '", domain, "' are not supported");
-  const OpDef* def = find_op(node.op_type());
-  if (!def) attrs.fail("this op is not supported");
-  if (def->check) def->check(attrs);
 }
 
 // Graph inputs and outputs must be tensors (sequences, maps and optionals are not supported).
@@ -59,19 +50,22 @@ Model::Model(Model&&) noexcept = default;
 Model& Model::operator=(Model&&) noexcept = default;
 
 Model Model::load(const std::string& path) {
-  auto impl = std::make_unique<Impl>();
   std::ifstream file(path, std::ios::binary);
   if (!file) throw_error("onnx: cannot open ", path);
-  if (!impl->proto.ParseFromIstream(&file)) throw_error("onnx: ", path, " is not an ONNX model (ModelProto)");
-  std::map<std::string, int> opsets;
-  for (const auto& o : impl->proto.opset_import())
-    opsets[default_domain(o.domain()) ? "" : o.domain()] = static_cast<int>(o.version());
-  opsets.emplace("", 1);  // a model that imports no default-domain opset has none of its ops anyway
-  impl->opset = opsets[""];
+  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   auto slash = path.find_last_of('/');
-  std::string folder = slash == std::string::npos ? "." : path.substr(0, slash);
+  return load_bytes(bytes, slash == std::string::npos ? "." : path.substr(0, slash));
+}
+
+Model Model::load_bytes(std::string_view bytes, const std::string& folder) {
+  auto impl = std::make_unique<Impl>();
+  if (bytes.size() > INT_MAX || !impl->proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    throw_error("onnx: the file is not an ONNX model (ModelProto) of at most 2 GiB");
+  auto opsets = opset_imports(impl->proto);
+  impl->opset = opsets[""];
+  impl->folder = folder;
   const auto& graph = impl->proto.graph();
-  for (const auto& node : graph.node()) check_node(node, opsets);
+  check_graph(graph, opsets);
   for (const auto& init : graph.initializer()) impl->initializers.emplace(init.name(), tensor_from_proto(init, folder));
   for (const auto& v : graph.input())
     if (!impl->initializers.count(v.name())) {
@@ -91,46 +85,24 @@ const std::vector<ValueInfo>& Model::outputs() const { return impl_->outputs; }
 std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& inputs) {
   std::map<std::string, Tensor> values = impl_->initializers;
   for (const auto& [name, t] : inputs) {
-    auto it = std::find_if(impl_->inputs.begin(), impl_->inputs.end(), [&](auto& v) { return v.name == name; });
+    auto it = std::find_if(impl_->inputs.begin(), impl_->inputs.end(), [&n = name](auto& v) { return v.name == n; });
     if (it == impl_->inputs.end() && !values.count(name))
       throw_error("onnx: the model has no input named '", name, "'");
     if (it != impl_->inputs.end() && it->dtype != dtypes::void_ && it->dtype != t.dtype())
       throw_error("onnx: input '", name, "' must be ", it->dtype.name(), ", got ", t.dtype().name());
     values.insert_or_assign(name, t);
   }
+  Scope scope(impl_->folder);
+  for (const auto& [name, t] : values) scope.set(name, t);
   for (const auto& v : impl_->inputs)
-    if (!values.count(v.name)) throw_error("onnx: input '", v.name, "' is missing");
-
-  for (const auto& proto : impl_->proto.graph().node()) {
-    std::vector<std::optional<Tensor>> args;
-    for (const auto& name : proto.input()) {
-      if (name.empty()) { args.emplace_back(); continue; }
-      auto it = values.find(name);
-      if (it == values.end()) NodeAttrs(proto, impl_->opset).fail("input '", name, "' is not computed before it");
-      args.emplace_back(it->second);
-    }
-    Node node(proto, impl_->opset, std::move(args));
-    std::vector<Tensor> outs;
-    try {
-      outs = find_op(proto.op_type())->run(node);
-    } catch (const Error& e) {
-      if (std::string_view(e.what()).starts_with("onnx node")) throw;
-      node.fail(e.what());
-    }
-    for (int k = 0; k < proto.output_size(); k++) {
-      if (proto.output(k).empty()) continue;
-      if (k >= static_cast<int>(outs.size())) node.fail("output ", k, " is not supported");
-      values.insert_or_assign(proto.output(k), outs[k]);
-    }
-  }
+    if (!scope.find(v.name)) throw_error("onnx: input '", v.name, "' is missing");
+  std::vector<Tensor> outs = run_graph(impl_->proto.graph(), scope, impl_->opset);
 
   std::map<std::string, Tensor> result;
   std::vector<Tensor> to_realize;
-  for (const auto& v : impl_->outputs) {
-    auto it = values.find(v.name);
-    if (it == values.end()) throw_error("onnx: graph output '", v.name, "' is not computed");
-    result.emplace(v.name, it->second.contiguous());
-    to_realize.push_back(result.at(v.name));
+  for (size_t k = 0; k < outs.size(); k++) {
+    result.insert_or_assign(impl_->outputs[k].name, outs[k].contiguous());
+    to_realize.push_back(result.at(impl_->outputs[k].name));
   }
   Tensor::realize(to_realize);
   return result;

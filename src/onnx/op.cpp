@@ -36,9 +36,18 @@ std::vector<float> NodeAttrs::floats(std::string_view name, std::vector<float> d
   const auto* a = find(name);
   return a ? std::vector<float>(a->floats().begin(), a->floats().end()) : def;
 }
+std::vector<std::string> NodeAttrs::strings(std::string_view name, std::vector<std::string> def) const {
+  const auto* a = find(name);
+  return a ? std::vector<std::string>(a->strings().begin(), a->strings().end()) : def;
+}
 const ::onnx::TensorProto* NodeAttrs::tensor(std::string_view name) const {
   const auto* a = find(name);
   return a && a->has_t() ? &a->t() : nullptr;
+}
+
+const ::onnx::GraphProto* NodeAttrs::graph(std::string_view name) const {
+  const auto* a = find(name);
+  return a && a->has_g() ? &a->g() : nullptr;
 }
 
 const Tensor& Node::in(int k) const {
@@ -74,7 +83,8 @@ void check_string(const NodeAttrs& node, std::string_view name, std::string_view
 const OpDef* find_op(std::string_view op_type) {
   static const auto table = [] {
     std::unordered_map<std::string_view, OpDef> t;
-    for (auto family : {elementwise_ops, reduce_ops, shape_ops, index_ops, conv_ops, nn_ops, loss_ops, resize_ops})
+    for (auto family : {elementwise_ops, reduce_ops, shape_ops, index_ops, conv_ops, nn_ops, loss_ops, resize_ops,
+                        control_ops, rnn_ops})
       for (auto& def : family()) t.emplace(def.name, def);
     return t;
   }();

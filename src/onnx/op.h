@@ -15,6 +15,8 @@
 
 namespace kiln::onnx {
 
+class Scope;
+
 // One node's attributes with the defaults the operator docs state, and where errors point.
 class NodeAttrs {
  public:
@@ -27,7 +29,9 @@ class NodeAttrs {
   std::string s(std::string_view name, std::string def) const;
   std::vector<int64_t> ints(std::string_view name, std::vector<int64_t> def = {}) const;
   std::vector<float> floats(std::string_view name, std::vector<float> def = {}) const;
+  std::vector<std::string> strings(std::string_view name, std::vector<std::string> def = {}) const;
   const ::onnx::TensorProto* tensor(std::string_view name) const;
+  const ::onnx::GraphProto* graph(std::string_view name) const;
   // Inputs named in the node (an empty name is an omitted optional input).
   int num_inputs() const { return proto_.input_size(); }
   bool input_given(int k) const { return k < proto_.input_size() && !proto_.input(k).empty(); }
@@ -49,11 +53,11 @@ class NodeAttrs {
   int opset_;
 };
 
-// A node at run time: its attributes and its input tensors.
+// A node at run time: its attributes, its input tensors and the scope it runs in.
 class Node : public NodeAttrs {
  public:
-  Node(const ::onnx::NodeProto& proto, int opset, std::vector<std::optional<Tensor>> inputs)
-      : NodeAttrs(proto, opset), inputs_(std::move(inputs)) {}
+  Node(const ::onnx::NodeProto& proto, int opset, std::vector<std::optional<Tensor>> inputs, const Scope* scope)
+      : NodeAttrs(proto, opset), inputs_(std::move(inputs)), scope_(scope) {}
   const Tensor& in(int k) const;                  // a required input
   std::optional<Tensor> opt(int k) const;         // an optional input, nullopt when omitted
   int count() const { return static_cast<int>(inputs_.size()); }
@@ -61,9 +65,13 @@ class Node : public NodeAttrs {
   // The values of a shape-like input (realized if needed: shapes must be concrete ints).
   std::vector<int64_t> ints_of(int k) const;
   double scalar_of(int k) const;
+  // Runs the graph attribute `attr` on `inputs` (bound to its inputs in order) in a scope nested in
+  // this node's, so it also sees the enclosing graphs' values; returns its outputs.
+  std::vector<Tensor> run_subgraph(std::string_view attr, const std::vector<Tensor>& inputs) const;
 
  private:
   std::vector<std::optional<Tensor>> inputs_;
+  const Scope* scope_;
 };
 
 using OpFn = std::function<std::vector<Tensor>(const Node&)>;
@@ -85,6 +93,8 @@ OpTable conv_ops();
 OpTable nn_ops();
 OpTable loss_ops();
 OpTable resize_ops();
+OpTable control_ops();
+OpTable rnn_ops();
 
 // The op named `op_type` in the default domain, or null.
 const OpDef* find_op(std::string_view op_type);

@@ -2,6 +2,8 @@
 // file. Kiln's buffers are host byte order, which the supported hosts share with ONNX (little-endian).
 #include "onnx/tensor_proto.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <fstream>
 
@@ -13,27 +15,63 @@ namespace kiln::onnx {
 namespace {
 using TP = ::onnx::TensorProto;
 
+// An external_data value that must be a byte count or offset.
+int64_t external_number(const TP& proto, const std::string& key, const std::string& value) {
+  int64_t n = -1;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+  if (ec != std::errc() || end != value.data() + value.size() || n < 0)
+    throw_error("onnx tensor '", proto.name(), "': external data ", key, " '", value, "' is not a byte count");
+  return n;
+}
+
+// The location must name a file inside the model's folder: a relative path without "..".
+void check_location(const TP& proto, const std::string& location) {
+  if (location.empty()) throw_error("onnx tensor '", proto.name(), "': external data without a location");
+  bool escapes = location[0] == '/';
+  for (size_t begin = 0; begin <= location.size();) {
+    size_t end = std::min(location.find('/', begin), location.size());
+    escapes |= location.compare(begin, end - begin, "..") == 0;
+    begin = end + 1;
+  }
+  if (escapes)
+    throw_error("onnx tensor '", proto.name(), "': external data location '", location,
+                "' is not a relative path inside the model's folder");
+}
+
 std::vector<char> read_external(const TP& proto, const std::string& folder, size_t nbytes) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : proto.external_data()) {
     if (kv.key() == "location") location = kv.value();
-    if (kv.key() == "offset") offset = std::stoll(kv.value());
-    if (kv.key() == "length") length = std::stoll(kv.value());
+    if (kv.key() == "offset") offset = external_number(proto, kv.key(), kv.value());
+    if (kv.key() == "length") length = external_number(proto, kv.key(), kv.value());
   }
-  if (location.empty()) throw_error("onnx tensor '", proto.name(), "': external data without a location");
+  check_location(proto, location);
   std::string path = folder.empty() ? location : folder + "/" + location;
-  std::ifstream file(path, std::ios::binary);
+  std::ifstream file(path, std::ios::binary | std::ios::ate);
   if (!file) throw_error("onnx tensor '", proto.name(), "': cannot open external data file ", path);
   if (length >= 0 && static_cast<size_t>(length) != nbytes)
     throw_error("onnx tensor '", proto.name(), "': external data holds ", length, " bytes, expected ", nbytes);
+  // checked before reading, so that a wrong size is an error rather than a huge allocation
+  const auto file_size = static_cast<int64_t>(file.tellg());
+  if (file_size < 0 || offset > file_size || nbytes > static_cast<size_t>(file_size - offset))
+    throw_error("onnx tensor '", proto.name(), "': external data file ", path, " is shorter than offset ", offset,
+                " + ", nbytes, " bytes");
   std::vector<char> bytes(nbytes);
   file.seekg(offset);
   file.read(bytes.data(), static_cast<std::streamsize>(nbytes));
   if (static_cast<size_t>(file.gcount()) != nbytes)
-    throw_error("onnx tensor '", proto.name(), "': external data file ", path, " is shorter than offset ", offset,
-                " + ", nbytes, " bytes");
+    throw_error("onnx tensor '", proto.name(), "': cannot read ", nbytes, " bytes from external data file ", path);
   return bytes;
+}
+
+// The byte size of `shape` in `dtype`, checked: no negative dim, and no overflow.
+size_t checked_nbytes(const TP& proto, const Shape& shape, DType dtype) {
+  int64_t n = dtype.itemsize();
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(n, d, &n))
+      throw_error("onnx tensor '", proto.name(), "': shape ", shape_to_string(shape), " is not a valid size");
+  return static_cast<size_t>(n);
 }
 
 // The typed repeated field's values narrowed to kiln's element type T.
@@ -81,7 +119,7 @@ Tensor tensor_from_proto(const TP& proto, const std::string& folder) {
     throw_error("onnx tensor '", proto.name(), "': element type ", onnx_type_name(proto.data_type()),
                 " is not supported");
   Shape shape(proto.dims().begin(), proto.dims().end());
-  size_t nbytes = static_cast<size_t>(prod(shape)) * dtype->itemsize();
+  size_t nbytes = checked_nbytes(proto, shape, *dtype);
   std::vector<char> bytes;
   if (proto.data_location() == TP::EXTERNAL) {
     bytes = read_external(proto, folder, nbytes);

@@ -199,7 +199,7 @@ class DivMod {
     if (ts_.size() != 1) return {};
     const auto& [t, f] = ts_[0];
     if (t->vmax() - t->vmin() != 1) return {};
-    auto at = [&](double v) {
+    auto at = [&, f = f](double v) {  // clang before 16 cannot capture a structured binding implicitly
       int64_t n = f * static_cast<int64_t>(v) + l_.constant();
       return div_ ? cdiv(n, c_) : cmod(n, c_);
     };
