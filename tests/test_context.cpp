@@ -58,6 +58,18 @@ TEST(Context, UnknownSettingIsAnErrorNamingItAndTheKnownOnes) {
   EXPECT_EQ(env::get_int("NOOPT", 0), 0) << "a Context with an unknown name applies none of its settings";
 }
 
+TEST(Context, EmulatedDtypesAcceptsOnlyTheDtypesKilnEmulates) {
+  EXPECT_EQ(error_of([] { Context ok({{"EMULATED_DTYPES", "half,bfloat16,fp8e5m2fnuz"}}); }), "");
+  EXPECT_EQ(error_of([] { Context none({{"EMULATED_DTYPES", ""}}); }), "");
+  const std::string native = error_of([] { Context ctx({{"NOOPT", 1}, {"EMULATED_DTYPES", "half,uint64"}}); });
+  EXPECT_NE(native.find("EMULATED_DTYPES=half,uint64: kiln can emulate only float16, bfloat16 and the fp8 dtypes"),
+            std::string::npos)
+      << native;
+  EXPECT_EQ(env::get_int("NOOPT", 0), 0) << "a rejected value applies none of the settings";
+  EXPECT_NE(error_of([] { Context ctx({{"EMULATED_DTYPES", "float8"}}); }).find("'float8', which is not a dtype"),
+            std::string::npos);
+}
+
 TEST(Context, KnowsEverySettingTheSourcesRead) {
   // every env::get_int / env::get_string name in src/, but the system's own
   const std::set<std::string> system{"PATH", "HOME", "XDG_CACHE_HOME"};

@@ -283,4 +283,22 @@ TEST_F(Copy, ScheduleCacheReusesSchedulesWithCopies) {
   EXPECT_GT(reused(), hits);
 }
 
+TEST_F(Copy, ToInPlaceMovesEveryHandleAndTheGradient) {
+  std::vector<float> values = {1.0f, -2.0f, 3.0f};
+  Tensor w = Tensor::from_vector<float>(values, {3}).requires_grad_();
+  Tensor alias = w;  // another handle of the same tensor, as an optimizer holds its parameters
+  (w * w).sum().backward();
+  EXPECT_EQ(&w.to_("CL"), &w);
+  EXPECT_EQ(alias.device(), "CL");
+  ASSERT_TRUE(alias.grad().has_value());
+  EXPECT_EQ(alias.grad()->device(), "CL");
+  EXPECT_EQ(alias.to_vector<float>(), values);
+  std::vector<float> g = alias.grad()->to_vector<float>();
+  for (size_t i = 0; i < g.size(); i++) EXPECT_FLOAT_EQ(g[i], 2.0f * values[i]) << i;  // d sum(w^2) / dw
+  EXPECT_NE(kt::error_of([&] { w.to_("NO_SUCH_DEVICE"); }).find("NO_SUCH_DEVICE"), std::string::npos);
+  EXPECT_EQ(w.device(), "CL") << "a failed move leaves the tensor where it was";
+  // ops now run on the new device with no copy asked for
+  EXPECT_EQ((w + Tensor::from_vector<float>(values, {3}).to("CL")).to_vector<float>(), (std::vector<float>{2, -4, 6}));
+}
+
 }  // namespace

@@ -370,6 +370,7 @@ class Tensor {
   // A copy on `device` ("CPU", "CL", ...), made lazily (a copy step in schedule()); gradients flow
   // back to this tensor's device. Ops take inputs on one device: copy between them with to().
   Tensor to(const std::string& device) const;
+  Tensor& to_(const std::string& device);  // in-place to(): this handle (and its grad) now live on `device`
 
   // ---- introspection: the kernels (and copies) realize() would run now, in order; the graph behind this tensor
   std::vector<ScheduleItem> schedule() const;

@@ -103,6 +103,7 @@ void bind_tensor(py::module_& m, PyTensor& tensor) {
       .def("cast", &Tensor::cast)
       .def("bitcast", &Tensor::bitcast)
       .def("to", &Tensor::to)
+      .def("to_", &Tensor::to_)
       .def("schedule", &Tensor::schedule)
       .def_property_readonly("uop", &Tensor::uop)
       // ---- autograd

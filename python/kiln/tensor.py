@@ -127,6 +127,14 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, RearrangeMixin, SortM
   @requires_grad.setter
   def requires_grad(self, on: bool | None): self.requires_grad_(on)
   @property
+  def is_param(self) -> bool:
+    """tinygrad's newer name for "may be trained": every tensor but those with requires_grad False."""
+    return self.requires_grad is not False
+  def is_param_(self, is_param: bool = True) -> Tensor:
+    """False: never trained (requires_grad False); True: trainable again, keeping requires_grad True if set."""
+    if not is_param: return self.requires_grad_(False)
+    return self if self.is_param else self.requires_grad_(None)
+  @property
   def grad(self) -> Tensor | None: return None if (g := self._t.grad) is None else Tensor._wrap(g)
   @grad.setter
   def grad(self, g: Tensor | None): self._t.grad = None if g is None else g._t
@@ -181,13 +189,18 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, RearrangeMixin, SortM
     if self.numel() != 1: raise ValueError(f"item: expected a tensor with one element, got shape {self.shape}")
     return self.numpy().reshape(()).item()
   def contiguous(self) -> Tensor: return self._wrap(self._t.contiguous())
-  def clone(self) -> Tensor:
-    """A copy of the data, with a copy of its grad (tinygrad's)."""
-    out = self.contiguous()
-    if (g := self.grad) is not None: out.grad = g.contiguous()
+  def clone(self, device: str | None = None) -> Tensor:
+    """A copy of the data, with a copy of its grad (tinygrad's), on `device` if given."""
+    out = (self if device is None else self.to(device)).contiguous()
+    if (g := self.grad) is not None: out.grad = (g if device is None else g.to(device)).contiguous()
     return out
   def detach(self) -> Tensor: return self._wrap(self._t.detach())
   def to(self, device: str | None) -> Tensor: return self._wrap(self._t.to(Device.canonicalize(device)))
+  def to_(self, device: str | None) -> Tensor:
+    """to() in place: this tensor, every handle to it (an optimizer's state, a layer's weight) and its grad
+    now live on `device`."""
+    self._t.to_(Device.canonicalize(device))
+    return self
   def cast(self, dtype: DType | str) -> Tensor: return self._wrap(self._t.cast(to_dtype(dtype)))
   def bitcast(self, dtype: DType | str) -> Tensor: return self._wrap(self._t.bitcast(to_dtype(dtype)))
   def float(self) -> Tensor: return self.cast(dtypes.float32)

@@ -218,4 +218,12 @@ Tensor Tensor::to(const std::string& dev) const {
   return Tensor(UOp::make(Ops::COPY, dtype(), {uop()}, target));
 }
 
+Tensor& Tensor::to_(const std::string& dev) {
+  Tensor moved = to(dev);
+  // the gradient moves along, so an optimizer's update stays on one device (tinygrad's to_)
+  if (std::optional<Tensor> g = grad()) set_grad(g->to(dev));
+  set_uop(moved.uop());
+  return *this;
+}
+
 }  // namespace kiln

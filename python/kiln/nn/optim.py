@@ -36,6 +36,9 @@ class Optimizer:
     realize_or_defer(self.schedule_step())
   def schedule_step(self) -> list[Tensor]:
     """The updates, built lazily: every tensor they assign and the buffers, for realizing with other work."""
+    if not Tensor.training:  # as tinygrad's: a step in eval mode is almost always a forgotten Tensor.train()
+      raise RuntimeError("Optimizer.step: Tensor.training is False; set Tensor.training = True (or use "
+                         "`with Tensor.train():`) before stepping")
     return [Tensor._wrap(t) for t in self._opt.schedule_step()] + self.buffers
 
 class SGD(Optimizer):

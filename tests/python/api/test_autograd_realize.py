@@ -35,6 +35,7 @@ def test_backward_without_requires_grad_still_fills_grad():  # tinygrad's rule
   t.sum().backward()
   np.testing.assert_array_equal(t.grad.numpy(), [1.0, 1.0])
 
+@Tensor.train()  # optimizers step in training mode only
 def test_grad_after_an_optimizer_step():
   w = Tensor(X.copy(), requires_grad=True)
   opt = nn.optim.SGD([w], lr=0.1)

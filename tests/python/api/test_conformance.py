@@ -44,6 +44,24 @@ def test_context_rejects_unknown_settings():
     with Context(TRAINING="yes"): pass
   assert Tensor.training is False
 
+def test_context_emulated_dtypes_computes_narrow_floats_as_references_do():
+  # tinygrad's EMULATED_DTYPES: float16 and bfloat16 (kiln always computes them in float registers) give
+  # the results NumPy's float16 and PyTorch's bfloat16 give, bit for bit; one op rounds once either way
+  rng = np.random.default_rng(3)
+  a, b = rng.uniform(-100, 100, 64).astype(np.float16), rng.uniform(-100, 100, 64).astype(np.float16)
+  ta, tb = torch.tensor(a, dtype=torch.float32).bfloat16(), torch.tensor(b, dtype=torch.float32).bfloat16()
+  with Context(EMULATED_DTYPES="half,bfloat16"):
+    x, y = Tensor(a, dtype=dtypes.half), Tensor(b, dtype=dtypes.half)
+    np.testing.assert_array_equal((x * y + x).numpy(), (a * b).astype(np.float16) + a)
+    xb, yb = Tensor(ta.float().numpy()).cast(dtypes.bfloat16), Tensor(tb.float().numpy()).cast(dtypes.bfloat16)
+    np.testing.assert_array_equal((xb - yb).numpy(), (ta - tb).float().numpy())
+
+def test_context_emulated_dtypes_rejects_dtypes_kiln_computes_natively():
+  with pytest.raises(KilnError, match="EMULATED_DTYPES=long: kiln can emulate only float16, bfloat16 and the fp8"):
+    with Context(EMULATED_DTYPES="long"): pass
+  with pytest.raises(KilnError, match="EMULATED_DTYPES names 'halff', which is not a dtype"):
+    with Context(EMULATED_DTYPES="fp8e4m3,halff"): pass
+
 @pytest.mark.parametrize("name", ["DEBUG", "BEAM"])
 def test_unparseable_integer_setting_is_an_error(name):
   r = run_python("from kiln import Tensor; print((Tensor([1.0, 2.0]) + 1).numpy())", **{name: "abc"})

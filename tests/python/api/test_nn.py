@@ -167,6 +167,7 @@ def test_layer_subclass():
   assert set(get_state_dict(layer)) == {"weight", "bias", "scale"}
   assert layer(Tensor.zeros(1, 2)).shape == (1, 2)
 
+@Tensor.train()  # optimizers step in training mode only
 def quadratic_steps(make_kiln, make_torch, steps=3):
   """Parameters after `steps` optimizer steps on a loss with a different gradient each step."""
   w0 = np.random.default_rng(0).uniform(-1, 1, (3, 4)).astype(np.float32)
@@ -195,6 +196,7 @@ def test_optimizers_match_torch(name, make_kiln, make_torch):
   got, expected = quadratic_steps(make_kiln, make_torch)
   np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
 
+@Tensor.train()
 def test_optimizer_state_and_learning_rate():
   w = Tensor([1.0, 2.0])  # the optimizer turns requires_grad on
   opt = nn.optim.SGD([w], lr=0.5)
@@ -249,6 +251,7 @@ def test_optimizer_trains_parameters_and_keeps_buffers_realized():
   assert bn.running_mean.schedule() == [] and bn.num_batches_tracked.item() == 1  # realized by the step
   assert not np.allclose(bn.running_mean.numpy(), 0) and frozen.tolist() == [1.0, 2.0, 3.0]
 
+@Tensor.train()
 def test_optimizer_parameters_made_from_constants():
   # equal constants are one graph node in kiln; the optimizer gives each parameter its own buffer
   a, b = Tensor.zeros(3), Tensor.zeros(3)
@@ -260,6 +263,7 @@ def test_optimizer_parameters_made_from_constants():
   opt.step()
   assert a.tolist() == [-1.0, -2.0, -3.0] and b.tolist() == [-10.0] * 3 and c.tolist() == [-1.0] * 2 and d.tolist() == [-2.0] * 2
 
+@Tensor.train()
 def test_tinyjit_realizes_the_step_with_the_outputs():
   w = Tensor([1.0, 2.0], requires_grad=True)
   opt = nn.optim.SGD([w], lr=0.5)
@@ -421,6 +425,7 @@ def np_newton_schulz(g: np.ndarray, steps: int, coefficients) -> np.ndarray:
    "nesterov": False},
   {"lr": 0.01, "momentum": 0.0, "weight_decay": 0.01, "ns_params": (3.4445, -4.775, 2.0315)},
 ])
+@Tensor.train()
 def test_muon_matches_a_float64_numpy_muon(kwargs):
   """Muon (tinygrad's) on sum((W - T)^2 |W|) + 0.5 sum(k b^2) + sum(C * V): parameters of 2, 1 and 3 dims
   after 4 steps, against the update written out in NumPy float64 (gradients by hand). float32 against float64:
@@ -451,6 +456,7 @@ def test_muon_matches_a_float64_numpy_muon(kwargs):
       ref[i] = p * (1 - o["lr"] * o["weight_decay"]) - o["lr"] * step
     for got, want in zip(params, ref): np.testing.assert_allclose(got.numpy(), want, rtol=0, atol=2e-5)
 
+@Tensor.train()
 def test_muon_trains_a_small_regression():
   rng = np.random.default_rng(5)
   x = rng.standard_normal((32, 6)).astype(np.float32)
@@ -470,6 +476,7 @@ def test_muon_trains_a_small_regression():
   with pytest.raises(KilnError, match="Muon: momentum must be >= 0"): nn.optim.Muon(get_parameters(layer), momentum=-1)
 
 @pytest.mark.parametrize("make", [nn.optim.LAMB, nn.optim.Adam, nn.optim.AdamW])
+@Tensor.train()
 def test_lamb_state_attributes(make):
   # after one step from zero moments, with g = d sum(w * x) / d w = x: m = (1 - b1) g, v = (1 - b2) g^2, b1_t = b1
   x = np.array([[1.0, -2.0, 3.0]], np.float32)
@@ -482,3 +489,15 @@ def test_lamb_state_attributes(make):
   np.testing.assert_allclose(opt.m[0].numpy(), 0.2 * x, rtol=1e-6)
   np.testing.assert_allclose(opt.v[0].numpy(), 0.1 * x * x, rtol=1e-6)
   np.testing.assert_allclose([opt.b1_t.numpy(), opt.b2_t.numpy()], [[0.8], [0.9]], rtol=1e-6)
+
+def test_optimizer_step_needs_training_mode():
+  # tinygrad's rule: a step outside Tensor.training is a RuntimeError and changes nothing; inside, SGD's w - lr * g
+  w = Tensor([1.0, -2.0], requires_grad=True)
+  opt = nn.optim.SGD([w], lr=0.5)
+  (w * w).sum().backward()
+  assert Tensor.training is False
+  with pytest.raises(RuntimeError, match="Tensor.training"): opt.step()
+  with pytest.raises(RuntimeError, match="Tensor.training"): opt.schedule_step()
+  assert w.tolist() == [1.0, -2.0]
+  with Tensor.train(): opt.step()
+  np.testing.assert_allclose(w.numpy(), np.array([1.0, -2.0]) * (1 - 0.5 * 2), rtol=1e-6)

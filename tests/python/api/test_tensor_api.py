@@ -373,3 +373,44 @@ def test_cat_of_zero_dim_tensors_is_an_index_error_and_cumsum_of_one_works():
     got, want = a.cumsum(axis), torch.cumsum(torch.tensor(3.14), axis)
     assert got.shape == tuple(want.shape) == ()
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-7)
+
+def test_is_param_is_requires_grad_not_false():
+  # tinygrad's newer spelling: everything may be trained but what said requires_grad=False
+  a, b = Tensor([1.0]), Tensor([2.0], requires_grad=False)
+  assert a.is_param is True and b.is_param is False and Tensor([1.0], requires_grad=True).is_param is True
+  assert a.is_param_(False) is a and a.is_param is False and a.requires_grad is False
+  assert a.is_param_(True).is_param is True and a.requires_grad is None  # trainable again, not yet turned on
+  c = Tensor([3.0], requires_grad=True).is_param_()
+  assert c.requires_grad is True
+  # an optimizer trains the params and leaves the rest alone
+  from kiln import nn
+  opt = nn.optim.SGD([Tensor([1.0]), Tensor([2.0]).is_param_(False)], lr=0.1)
+  assert len(opt.params) == 1 and opt.params[0].tolist() == [1.0]
+
+@pytest.mark.skipif("CL" not in Device.get_available_devices(), reason="needs a second device")
+def test_to_in_place_moves_every_handle_and_the_grad():
+  from kiln import nn
+  data = np.array([[1.0, -2.0, 3.0]], np.float32)
+  w = Tensor(data.copy())
+  opt = nn.optim.Adam([w])
+  state = opt.m[0]  # a handle of the optimizer's own tensor
+  assert state.to_("CL") is state and opt.m[0].device == "CL" and opt.m[0].tolist() == [[0.0, 0.0, 0.0]]
+  (w * w).sum().backward()
+  w.to_("cl")
+  assert opt.params[0].device == "CL" and w.grad.device == "CL"
+  np.testing.assert_array_equal(w.numpy(), data)
+  np.testing.assert_array_equal(w.grad.numpy(), 2 * data)  # d sum(w^2) / dw, moved along
+  with pytest.raises(KilnError, match="NOPE"): w.to_("NOPE")
+  assert w.device == "CL"
+
+@pytest.mark.skipif("CL" not in Device.get_available_devices(), reason="needs a second device")
+def test_clone_onto_a_device_copies_the_grad_too():
+  data = np.array([0.5, -1.0, 4.0], np.float32)
+  x = Tensor(data.copy())
+  (x * x).sum().backward()
+  c = x.clone(device="CL")
+  assert c.device == "CL" and c.grad.device == "CL" and x.device == "CPU"
+  np.testing.assert_array_equal(c.numpy(), data)
+  np.testing.assert_array_equal(c.grad.numpy(), 2 * data)
+  c.assign(Tensor([0.0, 0.0, 0.0], device="CL"))  # a new buffer: the source keeps its data
+  np.testing.assert_array_equal(x.numpy(), data)
