@@ -14,6 +14,7 @@
 
 #include "kiln/ir/pattern_matcher.h"
 #include "reference.h"
+#include "scalar_device.h"
 #include "schedule/schedule.h"
 #include "support/env.h"
 
@@ -22,35 +23,12 @@ namespace {
 using namespace kiln;
 using namespace kiln::runtime;
 
-// A device without SIMD vectors (vector_bytes() 0, as a GPU), on the CPU's memory, compiler and programs.
-class ScalarDevice final : public Device {
- public:
-  explicit ScalarDevice(std::string name) : Device(std::move(name)) {}
-  Allocator& allocator() override { return get_device("CPU").allocator(); }
-  Compiler& compiler() override { return get_device("CPU").compiler(); }
-  std::unique_ptr<Program> load(const std::string& binary, const std::string& function_name) override {
-    return get_device("CPU").load(binary, function_name);
-  }
-};
-
 const std::string& scalar_device() {
-  static const std::string name = [] {
-    register_device("SCALARCONV", [] { return std::make_unique<ScalarDevice>("SCALARCONV"); }, -1);
-    return std::string("SCALARCONV");
-  }();
+  static const std::string name = kt::register_scalar_device("SCALARCONV");
   return name;
 }
 
-// `t`'s graph with its buffers replaced by numbered placeholders (no device): equal structures are
-// then the same node.
-UOpRef without_buffers(const Tensor& t) {
-  std::unordered_map<const UOp*, UOpRef> placeholders;
-  for (const UOp* u : t.uop()->toposort())
-    if (u->op == Ops::BUFFER && !placeholders.count(u))
-      placeholders[u] = UOp::make(Ops::BUFFER, u->dtype, {},
-                                  BufferArg{-1 - int64_t(placeholders.size()), u->arg_as<BufferArg>().size, ""});
-  return substitute(t.uop(), placeholders);
-}
+using kt::without_buffers;
 
 Tensor on(const std::string& device, const ref::NdArray& a, DType dtype = dtypes::float32) {
   env::ScopedEnv dev("DEV", device);
